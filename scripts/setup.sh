@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every dependency ferry needs, idempotently: Debian packages through apt,
+# PyPI packages into the project venv (.venv). Safe to run again; does nothing when all is there.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config git
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libdnnl-dev libflatbuffers-dev flatbuffers-compiler
+  nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
+  libhwy-dev libsleef-dev libfp16-dev
+  libgtest-dev libgmock-dev
+  python3 python3-venv python3-numpy python3-torch python3-torchvision
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The venv holds PyPI's onnx (with the node-test data), onnxruntime and numpy. It is kept apart
+# from Debian's python so PyPI's numpy never shadows the one Debian's torch was built against.
+venv="$root/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating venv $venv"
+  /usr/bin/python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  echo "setup: installing PyPI packages into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check onnx onnxruntime numpy
+fi
+echo "setup: ok"

@@ -1,0 +1,106 @@
+// Tensor: a dtype, concrete dims and a shared, 64-byte aligned buffer. Copies share the buffer;
+// clone() makes a deep copy. Creation checks sizes, so an absurd shape is an error, not a crash.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace ferry {
+
+// Upper bound on one tensor's bytes (default 16 GiB); creation past it fails with a clear error.
+int64_t max_tensor_bytes();
+void set_max_tensor_bytes(int64_t bytes);
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined (no dtype, no storage)
+
+  // Zero-filled tensor; fails on negative dims, overflow, or sizes past max_tensor_bytes().
+  static Result<Tensor> create(DType dtype, std::vector<int64_t> dims);
+  // Like create() for sizes the caller already validated; throws std::bad_alloc only on real OOM.
+  Tensor(DType dtype, std::vector<int64_t> dims);
+  // Wraps external memory (e.g. an mmap'd weight section); `keep_alive` owns it.
+  static Tensor wrap(DType dtype, std::vector<int64_t> dims, void* data, std::shared_ptr<void> keep_alive);
+  template <class T>
+  static Tensor scalar(T v) {
+    Tensor t(dtype_v<T>, {});
+    *t.data<T>() = v;
+    return t;
+  }
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& v, std::vector<int64_t> dims) {
+    Tensor t(dtype_v<T>, std::move(dims));
+    for (size_t i = 0; i < v.size() && i < static_cast<size_t>(t.numel()); ++i) t.data<T>()[i] = v[i];
+    return t;
+  }
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& v) {
+    return from_vector(v, {static_cast<int64_t>(v.size())});
+  }
+
+  bool defined() const { return dtype_ != DType::kUndefined; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t dim(int i) const { return dims_[i < 0 ? i + rank() : i]; }
+  int rank() const { return static_cast<int>(dims_.size()); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <class T> T* data() { return static_cast<T*>(data_); }
+  template <class T> const T* data() const { return static_cast<const T*>(data_); }
+
+  // Element i converted to double / int64 (any dtype); handy for small index and shape tensors.
+  double as_double(int64_t i) const;
+  int64_t as_int64(int64_t i) const;
+  // All elements of an integer (or any) tensor as int64, e.g. a shape or axes input.
+  std::vector<int64_t> to_int64_vector() const;
+  std::vector<double> to_double_vector() const;
+
+  Tensor clone() const;
+  // Same buffer, new dims (numel must match).
+  Result<Tensor> reshaped(std::vector<int64_t> dims) const;
+  // Converts element type (numpy astype semantics: float->int truncates, to bool is != 0).
+  Tensor cast(DType to) const;
+  // Bitwise equality of dtype, dims and bytes.
+  bool same_as(const Tensor& other) const;
+
+  std::string describe() const;  // "float32[1,3,224,224]"
+
+ private:
+  DType dtype_ = DType::kUndefined;
+  std::vector<int64_t> dims_;
+  int64_t numel_ = 0;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+};
+
+// Runtime value: a tensor, a sequence of tensors, or an empty optional (ONNX's three value kinds).
+struct RtValue {
+  enum class Kind { kTensor, kSequence, kNone };
+  Kind kind = Kind::kNone;
+  Tensor tensor;
+  std::vector<Tensor> sequence;
+  DType elem_type = DType::kUndefined;  // for an empty sequence or a none optional, when known
+
+  RtValue() = default;
+  RtValue(Tensor t) : kind(Kind::kTensor), tensor(std::move(t)) {}  // NOLINT(google-explicit-constructor)
+  static RtValue make_sequence(std::vector<Tensor> s, DType elem = DType::kUndefined) {
+    RtValue v;
+    v.kind = Kind::kSequence;
+    v.sequence = std::move(s);
+    v.elem_type = elem;
+    return v;
+  }
+  static RtValue none() { return RtValue(); }
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  bool is_sequence() const { return kind == Kind::kSequence; }
+  bool is_none() const { return kind == Kind::kNone; }
+};
+
+}  // namespace ferry

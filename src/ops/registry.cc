@@ -1,0 +1,101 @@
+// The op registry, the context helpers, and whole-graph inference.
+#include <mutex>
+
+#include "ops/op.h"
+
+namespace ferry::ops {
+
+void register_all_ops(OpRegistry& r);  // generated: build/generated/op_table.cc
+
+namespace {
+std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+}  // namespace
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    register_all_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void OpRegistry::add(OpSchema schema) {
+  schema.domain = canonical_domain(schema.domain);
+  schemas_[{schema.domain, schema.op_type}].push_back(std::move(schema));
+}
+
+const OpSchema* OpRegistry::find(const std::string& domain, const std::string& op_type, int opset) const {
+  auto it = schemas_.find({canonical_domain(domain), op_type});
+  if (it == schemas_.end()) return nullptr;
+  const OpSchema* best = nullptr;
+  for (const OpSchema& s : it->second) {
+    if (opset >= s.since_version && opset <= s.until_version) {
+      if (!best || s.since_version > best->since_version) best = &s;
+    }
+  }
+  return best;
+}
+
+bool OpRegistry::knows(const std::string& domain, const std::string& op_type) const {
+  return schemas_.count({canonical_domain(domain), op_type}) != 0;
+}
+
+std::vector<const OpSchema*> OpRegistry::all() const {
+  std::vector<const OpSchema*> out;
+  for (const auto& [key, list] : schemas_)
+    for (const OpSchema& s : list) out.push_back(&s);
+  return out;
+}
+
+Result<Tensor*> KernelContext::allocate_output(int i, DType dtype, std::vector<int64_t> dims) {
+  FERRY_ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, std::move(dims)));
+  outputs_[i] = RtValue(std::move(t));
+  return &outputs_[i].tensor;
+}
+
+int InferContext::input_rank(int i) const {
+  const ir::Value* v = input(i);
+  if (!v || !v->shape) return -1;
+  return static_cast<int>(v->shape->size());
+}
+
+const Tensor* InferContext::input_constant(int i) const {
+  const ir::Value* v = input(i);
+  if (!v) return nullptr;
+  if (v->is_constant()) return &v->initializer;
+  if (v->producer && v->producer->op_type == "Constant" && v->producer->domain.empty()) {
+    const Tensor* t = v->producer->attr_tensor("value");
+    if (t) return t;
+  }
+  return nullptr;
+}
+
+void InferContext::set_output(int i, DType dtype, std::optional<Shape> shape) {
+  if (!node_.has_output(i)) return;
+  ir::Value* v = node_.outputs[i];
+  if (dtype != DType::kUndefined) v->dtype = dtype;
+  if (shape) v->shape = std::move(shape);
+}
+
+void InferContext::set_output_dtype(int i, DType dtype) {
+  if (node_.has_output(i) && dtype != DType::kUndefined) node_.outputs[i]->dtype = dtype;
+}
+
+void InferContext::set_output_kind(int i, ir::ValueKind kind) {
+  if (node_.has_output(i)) node_.outputs[i]->kind = kind;
+}
+
+Status infer_graph(ir::Graph& g) {
+  const OpRegistry& reg = OpRegistry::global();
+  for (auto& node : g.nodes) {
+    const OpSchema* s = reg.find(node->domain, node->op_type, node->opset);
+    if (!s || !s->infer) continue;
+    InferContext ctx(*node);
+    Status st = s->infer(ctx);
+    if (!st.ok()) return st.with_context("while inferring shapes of " + node->label());
+  }
+  return Status();
+}
+
+}  // namespace ferry::ops
