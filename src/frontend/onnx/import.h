@@ -1,0 +1,37 @@
+// ONNX protobuf -> ferry IR.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+}  // namespace onnx
+
+namespace ferry::frontend {
+
+struct ImportOptions {
+  // Lowest default-domain opset accepted.
+  int min_opset = 7;
+  // Check every node against the op registry and fail with one error listing all unsupported ops.
+  bool check_ops = true;
+};
+
+// Loads MODEL.onnx (external data resolved only inside the model's folder) into IR, runs inference.
+Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const ImportOptions& opts = {});
+// Same from bytes already in memory; `base_dir` is where external data may live ("" forbids it).
+Result<std::unique_ptr<ir::Model>> load_onnx_bytes(const std::string& bytes, const std::string& base_dir,
+                                                   const std::string& label, const ImportOptions& opts = {});
+
+// A TensorProto -> Tensor (raw_data or typed fields; external data only under base_dir).
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir);
+// Reads a serialized TensorProto file (the conformance suite's input_N.pb / output_N.pb).
+Result<Tensor> read_tensor_pb(const std::string& path);
+// Reads a .pb that may hold a TensorProto, a SequenceProto or an OptionalProto.
+Result<RtValue> read_value_pb(const std::string& path);
+
+}  // namespace ferry::frontend

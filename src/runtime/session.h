@@ -1,0 +1,60 @@
+// Session: load a model, plan it, run it. The reference backend executes every node with the op's
+// reference kernel; a per-node hook lets tools observe every intermediate tensor.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace ferry::runtime {
+
+struct SessionOptions {
+  std::string backend = "reference";
+  // Concrete sizes for symbolic/unknown input dims, by input name (e.g. from `--shape`).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+};
+
+// Called after each top-level node ran: the node, its inputs and its outputs.
+using NodeHook = std::function<void(const ir::Node& node, const std::vector<const RtValue*>& inputs,
+                                    const std::vector<RtValue>& outputs)>;
+
+struct InputInfo {
+  std::string name;
+  DType dtype;
+  std::optional<Shape> shape;
+};
+
+class Session {
+ public:
+  // Loads a model file (.onnx), imports it, infers shapes, prepares the plan.
+  static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
+  static Result<std::unique_ptr<Session>> from_model(std::unique_ptr<ir::Model> model,
+                                                     const SessionOptions& opts = {});
+
+  const ir::Model& model() const { return *model_; }
+  const ir::Graph& graph() const { return *model_->graph; }
+  // The graph inputs a caller must feed (initializers excluded unless also graph inputs).
+  std::vector<InputInfo> inputs() const;
+  std::vector<InputInfo> outputs() const;
+
+  // Runs the model. Inputs are checked against the declared dtypes and static dims (errors name the
+  // input); missing or unknown inputs are errors. Returns outputs by graph output name, in order.
+  Result<std::vector<std::pair<std::string, RtValue>>> run(const std::map<std::string, RtValue>& inputs);
+  // Tensor-only convenience.
+  Result<std::vector<std::pair<std::string, Tensor>>> run_tensors(const std::map<std::string, Tensor>& inputs);
+
+  void set_node_hook(NodeHook hook) { hook_ = std::move(hook); }
+
+ private:
+  Session() = default;
+  std::unique_ptr<ir::Model> model_;
+  SessionOptions opts_;
+  NodeHook hook_;
+};
+
+}  // namespace ferry::runtime
