@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/onnx/functions.h"
 #include "frontend/onnx/onnx_types.h"
 #include "onnx/onnx_pb.h"
 #include "ops/op.h"
@@ -23,6 +24,7 @@ namespace {
 struct ImportState {
   const ir::Model* model = nullptr;
   std::string base_dir;
+  FunctionTable functions;
   // (domain, op) -> (count, opset) for ops the registry lacks
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> unsupported;
   int64_t unnamed = 0;
@@ -123,11 +125,11 @@ Status convert_attribute(const onnx::AttributeProto& ap, ir::Graph& owner, ir::A
 }
 
 // Orders node indices so every node comes after the producers of its inputs (stable for sorted input).
-Result<std::vector<int>> topological_order(const onnx::GraphProto& gp, const ir::Graph& g) {
-  const int n = gp.node_size();
+Result<std::vector<int>> topological_order(const std::vector<onnx::NodeProto>& nodes, const ir::Graph& g) {
+  const int n = static_cast<int>(nodes.size());
   std::map<std::string, int> producer;
   for (int i = 0; i < n; ++i)
-    for (const auto& o : gp.node(i).output())
+    for (const auto& o : nodes[i].output())
       if (!o.empty()) producer.emplace(o, i);
   // Inputs a node needs from other nodes, including names its subgraphs capture from this scope.
   std::vector<std::vector<int>> deps(n);
@@ -142,8 +144,8 @@ Result<std::vector<int>> topological_order(const onnx::GraphProto& gp, const ir:
     }
   };
   for (int i = 0; i < n; ++i) {
-    std::set<std::string> names(gp.node(i).input().begin(), gp.node(i).input().end());
-    for (const auto& at : gp.node(i).attribute()) {
+    std::set<std::string> names(nodes[i].input().begin(), nodes[i].input().end());
+    for (const auto& at : nodes[i].attribute()) {
       if (at.has_g()) collect_sub_refs(at.g(), names);
       for (const auto& gg : at.graphs()) collect_sub_refs(gg, names);
     }
@@ -157,8 +159,8 @@ Result<std::vector<int>> topological_order(const onnx::GraphProto& gp, const ir:
   std::function<Status(int)> visit = [&](int i) -> Status {
     if (state[i] == 2) return Status();
     if (state[i] == 1)
-      return Status::invalid("the graph has a cycle through node '" + gp.node(i).name() + "' (" +
-                             gp.node(i).op_type() + ")");
+      return Status::invalid("the graph has a cycle through node '" + nodes[i].name() + "' (" +
+                             nodes[i].op_type() + ")");
     state[i] = 1;
     for (int d : deps[i]) FERRY_RETURN_IF_ERROR(visit(d));
     state[i] = 2;
@@ -194,14 +196,16 @@ Status import_graph(const onnx::GraphProto& gp, ir::Graph& g, ImportState& st) {
     v->is_graph_input = true;
     g.inputs.push_back(v);
   }
-  FERRY_ASSIGN_OR_RETURN(std::vector<int> order, topological_order(gp, g));
+  std::vector<int64_t> fn_opsets;
+  FERRY_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes, inline_function_calls(gp, st.functions, fn_opsets));
+  FERRY_ASSIGN_OR_RETURN(std::vector<int> order, topological_order(nodes, g));
   const ops::OpRegistry& reg = ops::OpRegistry::global();
   for (int idx : order) {
-    const onnx::NodeProto& np = gp.node(idx);
+    const onnx::NodeProto& np = nodes[idx];
     std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(st.unnamed++) : np.name();
     ir::Node* node = g.add_node(np.op_type(), name);
     node->domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    node->opset = static_cast<int>(st.model->opset_for(node->domain));
+    node->opset = static_cast<int>(fn_opsets[idx] ? fn_opsets[idx] : st.model->opset_for(node->domain));
     node->provenance = {name};
     std::string where = "while importing node '" + name + "' (" + np.op_type() + ")";
     for (const auto& in : np.input()) {
@@ -282,10 +286,8 @@ Result<std::unique_ptr<ir::Model>> load_onnx_bytes(const std::string& bytes, con
                                " is older than " + std::to_string(opts.min_opset) +
                                ", the oldest ferry supports (convert it with onnx.version_converter)");
   }
-  for (const auto& f : mp.functions()) {
-    (void)f;  // model-local functions: their nodes are reported as unsupported ops below if used
-  }
   ImportState st;
+  st.functions = make_function_table(mp);
   st.model = model.get();
   st.base_dir = base_dir;
   model->graph = std::make_shared<ir::Graph>();
