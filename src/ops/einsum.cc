@@ -243,6 +243,9 @@ Status einsum_kernel(KernelContext& ctx) {
   }
   if (ops.empty()) return Status::invalid("Einsum needs at least one input");
   FERRY_ASSIGN_OR_RETURN(EinsumPlan plan, plan_einsum(eq, dims));
+  // The loop visits every label combination; refuse counts no reference run could finish.
+  if (auto n = checked_numel(plan.loop_sizes, int64_t{1} << 36); !n.ok())
+    return Status::invalid("Einsum equation '" + eq + "' needs too many multiply-adds: " + n.status().message());
   FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, ops[0]->dtype(), plan.out_dims));
   bool handled = dispatch_numeric(ops[0]->dtype(), [&](auto tag) {
     einsum_typed<decltype(tag)>(ops, plan.op_strides, plan.loop_sizes, plan.out_strides, *out);
