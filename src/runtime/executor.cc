@@ -59,18 +59,31 @@ class ScopedRunner : public ops::SubgraphRunner {
 
 }  // namespace
 
-const GraphPlan& Executor::plan_for(const ir::Graph& g) {
+Executor::Executor(std::unique_ptr<backends::Backend> primary)
+    : primary_(std::move(primary)), reference_(backends::make_reference_backend()) {}
+
+Status Executor::prepare(const ir::Graph& g) {
+  FERRY_ASSIGN_OR_RETURN(const GraphPlan* plan, plan_for(g));
+  (void)plan;
+  for (const auto& node : g.nodes)
+    for (const ir::Graph* sg : node->subgraphs()) FERRY_RETURN_IF_ERROR(prepare(*sg));
+  return Status();
+}
+
+Result<const GraphPlan*> Executor::plan_for(const ir::Graph& g) {
   auto it = plans_.find(&g);
-  if (it != plans_.end()) return *it->second;
+  if (it != plans_.end()) return it->second.get();
   auto plan = std::make_unique<GraphPlan>();
-  const ops::OpRegistry& reg = ops::OpRegistry::global();
   const size_t n = g.nodes.size();
-  plan->schemas.resize(n);
+  plan->kernels.resize(n);
   plan->release_after.resize(n);
   std::unordered_map<const ir::Value*, size_t> last_use;
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
-    plan->schemas[i] = reg.find(node.domain, node.op_type, node.opset);
+    backends::Backend* b = primary_ && primary_->supports(node) ? primary_.get() : reference_.get();
+    auto kernel = b->create_kernel(node);
+    if (!kernel.ok()) return kernel.status().with_context("while preparing node '" + node.name + "' (" + node.op_type + ")");
+    plan->kernels[i] = std::move(kernel).value();
     std::set<const ir::Value*> used(node.inputs.begin(), node.inputs.end());
     for (const ir::Graph* sg : node.subgraphs()) collect_outer_refs(*sg, g, used);
     for (const ir::Value* v : used)
@@ -81,19 +94,18 @@ const GraphPlan& Executor::plan_for(const ir::Graph& g) {
   std::set<const ir::Value*> keep(g.outputs.begin(), g.outputs.end());
   for (const auto& [v, i] : last_use)
     if (!keep.count(v)) plan->release_after[i].push_back(v);
-  auto& ref = *plan;
+  const GraphPlan* ref = plan.get();
   plans_[&g] = std::move(plan);
   return ref;
 }
 
 Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook) {
-  const GraphPlan& plan = plan_for(g);
-  std::vector<RtValue> constants_holder;
+  FERRY_ASSIGN_OR_RETURN(const GraphPlan* plan_ptr, plan_for(g));
+  const GraphPlan& plan = *plan_ptr;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = *g.nodes[i];
-    const ops::OpSchema* schema = plan.schemas[i];
+    backends::Kernel& kernel = *plan.kernels[i];
     std::string where = "while running node '" + node.name + "' (" + node.op_type + ")";
-    if (!schema) return Status::unsupported("no kernel for this op at opset " + std::to_string(node.opset)).with_context(where);
     std::vector<const RtValue*> inputs;
     inputs.reserve(node.inputs.size());
     std::vector<RtValue> const_inputs;
@@ -111,15 +123,11 @@ Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hoo
       if (!v) return Status::internal("input '" + in->name + "' has no value").with_context(where);
       inputs.push_back(v);
     }
-    if (static_cast<int>(node.inputs.size()) < schema->min_inputs)
-      return Status::invalid("takes at least " + std::to_string(schema->min_inputs) + " inputs but has " +
-                             std::to_string(node.inputs.size()))
-          .with_context(where);
     ScopedRunner runner(*this, scope);
     ops::KernelContext ctx(node, inputs, &runner);
     Status st;
     try {
-      st = schema->kernel(ctx);
+      st = kernel.run(ctx);
     } catch (const std::bad_alloc&) {
       st = Status::error(ErrorCode::kOutOfRange, "out of memory");
     } catch (const std::exception& e) {

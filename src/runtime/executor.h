@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "backends/backend.h"
 #include "ops/op.h"
 #include "runtime/session.h"
 
@@ -21,20 +22,26 @@ struct Scope {
   const RtValue* find(const ir::Value* v) const;
 };
 
-// Per-graph facts computed once: each node's schema and which values die after which node.
+// Per-graph facts computed once: each node's prepared kernel and which values die after which node.
 struct GraphPlan {
-  std::vector<const ops::OpSchema*> schemas;
+  std::vector<std::unique_ptr<backends::Kernel>> kernels;
   std::vector<std::vector<const ir::Value*>> release_after;  // values of this graph to free after node i
 };
 
 class Executor {
  public:
+  // `primary` gets every node it supports; the rest run on the reference backend.
+  explicit Executor(std::unique_ptr<backends::Backend> primary);
+  // Prepares the plans of `g` and all its subgraphs now, so bad nodes are reported at load time.
+  Status prepare(const ir::Graph& g);
   // Runs `g` with `scope` holding its inputs; graph outputs are left in `scope`. `hook` is called after
   // each node of `g` (not of its subgraphs).
   Status run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook);
-  const GraphPlan& plan_for(const ir::Graph& g);
+  Result<const GraphPlan*> plan_for(const ir::Graph& g);
 
  private:
+  std::unique_ptr<backends::Backend> primary_;
+  std::unique_ptr<backends::Backend> reference_;
   std::map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
 };
 

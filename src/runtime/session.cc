@@ -53,13 +53,17 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
 }
 
 Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> model, const SessionOptions& opts) {
-  if (opts.backend != "reference")
-    return Status::invalid("unknown backend '" + opts.backend + "' (available: reference)");
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<backends::Backend> backend, backends::make_backend(opts.backend));
   std::unique_ptr<Session> s(new Session());
   s->model_ = std::move(model);
   s->opts_ = opts;
+  s->executor_ = std::make_unique<Executor>(std::move(backend));
+  Status st = s->executor_->prepare(*s->model_->graph);
+  if (!st.ok()) return st.with_context(s->model_->source_path);
   return s;
 }
+
+Session::~Session() = default;
 
 std::vector<InputInfo> Session::inputs() const {
   std::vector<InputInfo> out;
@@ -93,8 +97,7 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
     if (scope.values.count(in) || in->is_constant()) continue;
     return Status::invalid("missing input '" + in->name + "' (" + in->type_string() + ")");
   }
-  Executor ex;
-  FERRY_RETURN_IF_ERROR(ex.run_graph(g, scope, hook_ ? &hook_ : nullptr));
+  FERRY_RETURN_IF_ERROR(executor_->run_graph(g, scope, hook_ ? &hook_ : nullptr));
   std::vector<std::pair<std::string, RtValue>> out;
   for (const ir::Value* o : g.outputs) {
     const RtValue* v = scope.find(o);
