@@ -84,7 +84,7 @@ TensorDecl decl_of(const ir::Value& v) {
 }
 
 std::string human(double x, const char* unit) {
-  const char* prefixes[] = {"", " K", " M", " G", " T", " P"};
+  const char* prefixes[] = {" ", " K", " M", " G", " T", " P"};
   int i = 0;
   while (x >= 1000 && i < 5) {
     x /= 1000;
