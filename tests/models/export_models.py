@@ -16,15 +16,23 @@ An up-to-date model (files present, stamp matching) is skipped, so editing this 
 """
 import argparse
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import sys
 import time
 import warnings
 
-import numpy as np
-import torch
-import torchvision
+# numpy, torch and torchvision are imported in load_torch(): an up-to-date cache is then checked in
+# a fraction of a second instead of the seconds `import torch` takes.
+np = torch = torchvision = None
+
+
+def load_torch():
+    global np, torch, torchvision
+    import numpy as np
+    import torch
+    import torchvision
 
 SEED = 20240601
 BATCH = 2           # >1 so the dynamic "batch" dim and per-row argmax are exercised
@@ -42,7 +50,8 @@ def script_stamp():
     h = hashlib.sha256()
     with open(os.path.abspath(__file__), "rb") as f:
         h.update(f.read())
-    h.update(f"torch={torch.__version__} torchvision={torchvision.__version__}".encode())
+    v = importlib.metadata.version
+    h.update(f"torch={v('torch')} torchvision={v('torchvision')}".encode())
     return h.hexdigest()
 
 
@@ -64,9 +73,9 @@ def calibrate_batchnorm(model, shape, gen):
     model.eval()
 
 
-def make_classifier(ctor):
+def make_classifier(arch):
     def make(gen):
-        model = ctor(weights=None)
+        model = getattr(torchvision.models, arch)(weights=None)
         calibrate_batchnorm(model, (4, 3, 224, 224), gen)
         x = torch.randn(BATCH, 3, 224, 224, generator=gen)
         return model, {"input": x}, ["logits"], dict(grad=False, preserve=False)
@@ -96,8 +105,8 @@ def make_transformer(gen):
 
 
 MODELS = {
-    "resnet18": make_classifier(torchvision.models.resnet18),
-    "mobilenet_v2": make_classifier(torchvision.models.mobilenet_v2),
+    "resnet18": make_classifier("resnet18"),
+    "mobilenet_v2": make_classifier("mobilenet_v2"),
     "transformer_encoder": make_transformer,
 }
 
@@ -168,12 +177,14 @@ def main():
     root = cache_root(a.cache)
     os.makedirs(root, exist_ok=True)
     stamp = script_stamp()
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     for n in names:
         d = os.path.join(root, n)
         if not a.force and up_to_date(d, stamp):
             print(f"export: {n}: up to date ({d})")
             continue
+        if torch is None:
+            load_torch()
+            torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
         t0 = time.time()
         export_one(n, root, stamp)
         size = sum(os.path.getsize(os.path.join(p, f)) for p, _, fs in os.walk(d) for f in fs)
