@@ -29,8 +29,11 @@ struct InputInfo {
   std::optional<Shape> shape;
 };
 
+class Executor;
+
 class Session {
  public:
+  ~Session();
   // Loads a model file (.onnx), imports it, infers shapes, prepares the plan.
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
   static Result<std::unique_ptr<Session>> from_model(std::unique_ptr<ir::Model> model,
@@ -53,6 +56,7 @@ class Session {
  private:
   Session() = default;
   std::unique_ptr<ir::Model> model_;
+  std::unique_ptr<class Executor> executor_;
   SessionOptions opts_;
   NodeHook hook_;
 };

@@ -48,6 +48,9 @@ def main():
             with open(os.path.join(d, "model.onnx"), "wb") as f:
                 f.write(case.model.SerializeToString())
             graph = case.model.graph
+            # The case's own tolerances (the data folder alone does not carry them).
+            with open(os.path.join(d, "tolerance.txt"), "w") as f:
+                f.write(f"{case.rtol!r} {case.atol!r}\n")
             for i, (inputs, outputs) in enumerate(case.data_sets):
                 ds = os.path.join(d, f"test_data_set_{i}")
                 os.makedirs(ds, exist_ok=True)

@@ -31,7 +31,7 @@ Result<std::unique_ptr<ir::Model>> load_onnx_bytes(const std::string& bytes, con
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir);
 // Reads a serialized TensorProto file (the conformance suite's input_N.pb / output_N.pb).
 Result<Tensor> read_tensor_pb(const std::string& path);
-// Reads a .pb that may hold a TensorProto, a SequenceProto or an OptionalProto.
-Result<RtValue> read_value_pb(const std::string& path);
+// Reads a .pb holding a TensorProto, SequenceProto or OptionalProto (which one: `kind`).
+Result<RtValue> read_value_pb(const std::string& path, ir::ValueKind kind);
 
 }  // namespace ferry::frontend

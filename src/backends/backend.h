@@ -1,0 +1,34 @@
+// A backend turns IR nodes into prepared kernels. The runtime asks the session's backend first and
+// falls back to the reference backend (the oracle, always built) for nodes it does not support.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "ir/graph.h"
+#include "ops/op.h"
+
+namespace ferry::backends {
+
+// A node's prepared kernel. Preparation (weight prepacking, primitive creation) happens once, in
+// create_kernel; run() only executes.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status run(ops::KernelContext& ctx) = 0;
+  virtual std::string name() const = 0;  // shown by `inspect --plan`, e.g. "reference"
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(const ir::Node& node) const = 0;
+  virtual Result<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node) = 0;
+};
+
+std::unique_ptr<Backend> make_reference_backend();
+// By name ("reference"); the error lists the available backends.
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
+
+}  // namespace ferry::backends

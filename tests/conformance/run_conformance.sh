@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs the node conformance suite against the manifest. Usage: run_conformance.sh RUNNER PYTHON MANIFEST
+set -euo pipefail
+runner="$1"; py="$2"; manifest="$3"
+dir="$("$(dirname "$0")/ensure_node_tests.sh" "$py")"
+exec "$runner" --data "$dir" --manifest "$manifest" --timeout 60
