@@ -37,6 +37,11 @@ Result<TransposeGeom> transpose_geometry(const ir::Node& node, const std::vector
   for (size_t i = 0; i < n; ++i)
     if (g.strides[i] <= 0 || g.dilations[i] <= 0 || out_pad[i] < 0 || kernel[i] <= 0)
       return Status::invalid("ConvTranspose: strides, dilations and kernel must be positive, output_padding >= 0");
+  for (size_t i = 0; i < n; ++i)
+    if (g.strides[i] > nn::kMaxWindowAttr || g.dilations[i] > nn::kMaxWindowAttr || out_pad[i] > nn::kMaxWindowAttr ||
+        kernel[i] > nn::kMaxWindowAttr || in[i] > (int64_t{1} << 36))
+      return Status::invalid("ConvTranspose: strides, dilations, kernel and output_padding must be at most " +
+                             std::to_string(nn::kMaxWindowAttr));
   const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID" &&
       !auto_pad.empty())
@@ -44,10 +49,14 @@ Result<TransposeGeom> transpose_geometry(const ir::Node& node, const std::vector
   const bool has_pads = node.has_attr("pads") && auto_pad != "VALID";
   std::vector<int64_t> pads = has_pads ? node.attr_ints("pads") : std::vector<int64_t>(2 * n, 0);
   if (pads.size() != 2 * n) return Status::invalid("ConvTranspose: pads must have " + std::to_string(2 * n) + " values");
+  for (int64_t p : pads)
+    if (p > nn::kMaxWindowAttr || p < -nn::kMaxWindowAttr) return Status::invalid("ConvTranspose: pads out of range");
   std::vector<int64_t> out_shape = node.attr_ints("output_shape");
   if (out_shape.size() == n + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
   if (!out_shape.empty() && out_shape.size() != n)
     return Status::invalid("ConvTranspose: output_shape must have " + std::to_string(n) + " values");
+  for (int64_t v : out_shape)
+    if (v > (int64_t{1} << 40)) return Status::invalid("ConvTranspose: output_shape out of range");
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (out_shape.empty() && same && !has_pads)
     for (size_t i = 0; i < n; ++i) out_shape.push_back(in[i] * g.strides[i]);

@@ -11,6 +11,7 @@ namespace ferry::ops {
 
 namespace {
 double bilinear_zero(const double* plane, int64_t H, int64_t W, double y, double x) {
+  if (!(y > -2.0 && y < static_cast<double>(H) + 1 && x > -2.0 && x < static_cast<double>(W) + 1)) return 0.0;
   const double fy = std::floor(y), fx = std::floor(x);
   const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
   const double ty = y - fy, tx = x - fx;

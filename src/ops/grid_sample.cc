@@ -104,7 +104,8 @@ Status grid_sample_kernel(KernelContext& ctx) {
         const float norm = static_cast<float>(g[r - 1 - i]);  // grid is (x, y, ...): reversed dims
         const float len = static_cast<float>(in[i]);
         float c = align ? (norm + 1) / 2.0f * (len - 1) : ((norm + 1) * len - 1) / 2.0f;
-        double v = c;
+        // NaN and absurd coordinates become far-outside ones, so the integer casts below stay defined.
+        double v = std::isnan(c) ? -1e12 : std::clamp(static_cast<double>(c), -1e12, 1e12);
         if (mode == Mode::kNearest) v = std::nearbyint(v);
         if (v < lo[i] || v > hi[i]) {
           if (pad == Pad::kBorder) v = std::clamp(v, 0.0, static_cast<double>(in[i] - 1));

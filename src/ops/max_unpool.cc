@@ -20,6 +20,10 @@ Result<std::vector<int64_t>> unpool_default_dims(const ir::Node& node, const std
                            " spatial dims");
   std::vector<int64_t> out = {x_dims[0], x_dims[1]};
   for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] > nn::kMaxWindowAttr || strides[i] > nn::kMaxWindowAttr || pads[i] > nn::kMaxWindowAttr ||
+        pads[i + n] > nn::kMaxWindowAttr || pads[i] < 0 || pads[i + n] < 0)
+      return Status::invalid("MaxUnpool: kernel_shape, strides and pads must be in [0, " +
+                             std::to_string(nn::kMaxWindowAttr) + "]");
     int64_t v = (x_dims[i + 2] - 1) * strides[i] - pads[i] - pads[i + n] + kernel[i];
     if (v <= 0 || kernel[i] <= 0 || strides[i] <= 0)
       return Status::invalid("MaxUnpool: bad kernel_shape/strides/pads for spatial dim " + std::to_string(i));

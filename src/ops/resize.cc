@@ -204,9 +204,16 @@ Taps taps_for(const ResizeAttrs& a, int64_t y, int64_t in, int64_t out_int, doub
   } else if (c == "half_pixel_symmetric") {
     const double adjustment = static_cast<double>(out_int) / out_f, center = static_cast<double>(in) / 2;
     x = center * (1 - adjustment) + (yd + 0.5) / scale - 0.5;
-  } else {  // half_pixel (and tf_half_pixel_for_nn, treated alike)
+  } else if (c == "tf_half_pixel_for_nn") {  // opsets 11-17
+    x = (yd + 0.5) / scale;
+  } else {  // half_pixel
     x = (yd + 0.5) / scale - 0.5;
   }
+  if (std::isnan(x)) {  // only from a NaN roi
+    x = 0;
+    t.extrapolate = true;
+  }
+  x = std::clamp(x, -1e12, 1e12);
   const double fl = std::floor(x);
   const double ratio = x == fl ? 1.0 : x - fl;
   t.w = coeffs_for(a, ratio, scale);
@@ -238,6 +245,7 @@ std::vector<double> resample_axis(const std::vector<double>& data, std::vector<i
   for (int64_t i = 0; i < ax; ++i) outer *= dims[i];
   for (size_t i = ax + 1; i < dims.size(); ++i) inner *= dims[i];
   const int64_t in = dims[ax];
+  // The caller checked the size of this intermediate (see resize_kernel).
   std::vector<double> res(static_cast<size_t>(outer * out * inner), 0.0);
   for (int64_t y = 0; y < out; ++y) {
     const Taps t = taps_for(a, y, in, out, scale, roi);
@@ -316,6 +324,10 @@ Status resize_kernel(KernelContext& ctx) {
       roi_ax[0] = p.roi[ax];
       roi_ax[1] = p.roi[ax + r];
     }
+    std::vector<int64_t> next = dims;
+    next[ax] = p.out[ax];
+    FERRY_ASSIGN_OR_RETURN(int64_t n_next, checked_numel(next));
+    if (n_next > max_tensor_bytes() / 8) return Status::invalid(op + ": intermediate resize result is too large");
     data = resample_axis(data, dims, ax, p.out[ax], p.scales[ax], a, roi_ax);
   }
   // Saturating cast back: integers round half to even and clip, floats clip to the finite range.

@@ -18,7 +18,8 @@ struct Sample {
 
 Sample bilinear_sample(double y, double x, int64_t height, int64_t width) {
   Sample s;
-  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width)) return s;
+  // Written so that NaN coordinates also give an empty sample.
+  if (!(y >= -1.0 && y <= static_cast<double>(height) && x >= -1.0 && x <= static_cast<double>(width))) return s;
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
   int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x), y_high, x_high;
@@ -67,7 +68,8 @@ Status roi_align_kernel(KernelContext& ctx) {
   const int64_t ph_n = node.attr_int("output_height", 1), pw_n = node.attr_int("output_width", 1);
   const int64_t sampling = node.attr_int("sampling_ratio", 0);
   const double spatial_scale = node.attr_float("spatial_scale", 1.0f);
-  if (ph_n <= 0 || pw_n <= 0) return Status::invalid("RoiAlign: output_height/width must be positive");
+  if (ph_n <= 0 || pw_n <= 0 || ph_n > (1 << 16) || pw_n > (1 << 16))
+    return Status::invalid("RoiAlign: output_height/width must be in [1, 65536]");
   if (sampling < 0) return Status::invalid("RoiAlign: sampling_ratio must not be negative");
   const int64_t R = rois->dim(0), N = x->dim(0), C = x->dim(1), H = x->dim(2), W = x->dim(3);
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x->dtype(), {R, C, ph_n, pw_n}));
@@ -89,9 +91,14 @@ Status roi_align_kernel(KernelContext& ctx) {
       rh = std::max(rh, 1.0);
     }
     const double bh = rh / static_cast<double>(ph_n), bw = rw / static_cast<double>(pw_n);
-    const int64_t gh = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rh / static_cast<double>(ph_n)));
-    const int64_t gw = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rw / static_cast<double>(pw_n)));
-    if (gh > (1 << 20) || gw > (1 << 20)) return Status::invalid("RoiAlign: roi " + std::to_string(n) + " is too large");
+    const double gh_d = sampling > 0 ? static_cast<double>(sampling) : std::ceil(rh / static_cast<double>(ph_n));
+    const double gw_d = sampling > 0 ? static_cast<double>(sampling) : std::ceil(rw / static_cast<double>(pw_n));
+    // A negative size gives an empty sub-grid (the bin then averages nothing); NaN or huge rois are errors.
+    if (!(gh_d <= 4096) || !(gw_d <= 4096) || ph_n * pw_n > (int64_t{1} << 24))
+      return Status::invalid("RoiAlign: roi " + std::to_string(n) + " needs too many samples");
+    const int64_t gh = static_cast<int64_t>(std::max(0.0, gh_d)), gw = static_cast<int64_t>(std::max(0.0, gw_d));
+    if (ph_n * pw_n * gh * gw > (int64_t{1} << 28))
+      return Status::invalid("RoiAlign: roi " + std::to_string(n) + " needs too many samples");
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     std::vector<Sample> samples;
     samples.reserve(static_cast<size_t>(std::max<int64_t>(0, ph_n * pw_n * gh * gw)));

@@ -144,6 +144,10 @@ Result<WindowGeom> window_geometry(const ir::Node& node, const std::vector<int64
     if (g.dilations[i] <= 0) return Status::invalid(op + ": dilations must be positive");
     if (g.kernel[i] <= 0) return Status::invalid(op + ": kernel_shape must be positive");
     if (pads[i] < 0 || pads[i + n] < 0) return Status::invalid(op + ": pads must not be negative");
+    if (g.kernel[i] > kMaxWindowAttr || g.strides[i] > kMaxWindowAttr || g.dilations[i] > kMaxWindowAttr ||
+        pads[i] > kMaxWindowAttr || pads[i + n] > kMaxWindowAttr)
+      return Status::invalid(op + ": kernel_shape, strides, dilations and pads must be at most " +
+                             std::to_string(kMaxWindowAttr));
     if (g.in[i] < 0) return Status::invalid(op + ": negative input dim");
   }
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");

@@ -40,6 +40,9 @@ bool is_quant_int8(DType t);  // int8 or uint8
 // v rounded to the precision of a floating dtype (float16, bfloat16, float32; double unchanged).
 double round_to_dtype(double v, DType t);
 
+// Window attributes (kernel, stride, dilation, pad) past this are rejected, so size arithmetic cannot overflow.
+inline constexpr int64_t kMaxWindowAttr = int64_t{1} << 24;
+
 // The spatial window of a sliding-window op, after auto_pad and ceil_mode are applied.
 struct WindowGeom {
   std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
