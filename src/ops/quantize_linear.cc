@@ -32,7 +32,8 @@ Result<ParamLayout> param_layout(const KernelContext& ctx, const Tensor& x, cons
   ParamLayout L;
   const int64_t block_size = ctx.opset() >= 21 ? ctx.node().attr_int("block_size", 0) : 0;
   if (block_size < 0) return Status::invalid(op + ": block_size must not be negative");
-  if (scale.numel() == 1 && block_size == 0 && scale.rank() <= 1) return L;
+  // A one-element scale is per tensor whatever its rank or block_size (as in the reference).
+  if (scale.numel() == 1) return L;
   if (x.rank() == 0) return Status::invalid(op + ": a per-axis scale needs a non-scalar input");
   FERRY_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.node().attr_int("axis", 1), x.rank()));
   for (int i = 0; i < axis; ++i) L.outer *= x.dim(i);
