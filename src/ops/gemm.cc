@@ -1,6 +1,9 @@
 // Gemm: Y = alpha * A' * B' + beta * C, with A' = transA ? A^T : A (likewise B), C optional (opset 11+)
 // and unidirectionally broadcast to [M, N]. Floats accumulate in double; integers wrap in 64 bits when
 // alpha = beta = 1 and otherwise go through double.
+#include <algorithm>
+#include <cmath>
+
 #include "ops/util/broadcast.h"
 #include "ops/util/nn_common.h"
 
@@ -36,12 +39,20 @@ Status gemm_kernel(KernelContext& ctx) {
   std::vector<int64_t> c_strides = c ? broadcast_strides(c->dims(), out_dims) : std::vector<int64_t>{0, 0};
   const bool int_wrap = !is_floating(a->dtype()) && alpha == 1.0 && beta == 1.0;
   if (!int_wrap) {
-    std::vector<double> av = nn::to_doubles(*a), bv = nn::to_doubles(*b), yv(M * N, 0.0);
+    const std::vector<double> a_raw = nn::to_doubles(*a), b_raw = nn::to_doubles(*b);
+    // Row-major copies of A' [M, K] and B' [K, N], so the product loop below reads both contiguously.
+    std::vector<double> av(M * K), bv(K * N), yv(M * N, 0.0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) av[i * K + k] = a_raw[a_at(i, k)];
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) bv[k * N + j] = b_raw[b_at(k, j)];
     std::vector<double> cv = c ? nn::to_doubles(*c) : std::vector<double>();
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k) {
-        const double x = av[a_at(i, k)];
-        for (int64_t j = 0; j < N; ++j) yv[i * N + j] += x * bv[b_at(k, j)];
+        const double x = av[i * K + k];
+        const double* brow = bv.data() + k * N;
+        double* yrow = yv.data() + i * N;
+        for (int64_t j = 0; j < N; ++j) yrow[j] += x * brow[j];
       }
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -53,7 +64,8 @@ Status gemm_kernel(KernelContext& ctx) {
       nn::store_doubles(*y, yv.data());
     } else {
       std::vector<int64_t> yi(yv.size());
-      for (size_t i = 0; i < yv.size(); ++i) yi[i] = static_cast<int64_t>(yv[i]);
+      for (size_t i = 0; i < yv.size(); ++i)
+        yi[i] = std::isnan(yv[i]) ? 0 : static_cast<int64_t>(std::clamp(yv[i], -9.2e18, 9.2e18));
       nn::store_int64s(*y, yi.data());
     }
     return Status();

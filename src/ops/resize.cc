@@ -342,7 +342,10 @@ Status resize_kernel(KernelContext& ctx) {
     std::vector<int64_t> q(data.size());
     const bool wide = x->dtype() == DType::kInt64 || x->dtype() == DType::kUInt64;
     for (size_t i = 0; i < data.size(); ++i)
-      q[i] = wide ? static_cast<int64_t>(std::nearbyint(data[i])) : nn::saturate_round(data[i], x->dtype());
+      q[i] = !wide                   ? nn::saturate_round(data[i], x->dtype())
+             : std::isnan(data[i])     ? 0
+             : x->dtype() == DType::kUInt64 ? static_cast<int64_t>(static_cast<uint64_t>(std::clamp(std::nearbyint(data[i]), 0.0, 1.8e19)))
+                                       : static_cast<int64_t>(std::clamp(std::nearbyint(data[i]), -9.2e18, 9.2e18));
     nn::store_int64s(*y, q.data());
   }
   return Status();
