@@ -1,0 +1,234 @@
+#include "ops/util/tensor_common.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ferry::ops::tensor_ops {
+
+Result<const Tensor*> tensor_input(const KernelContext& ctx, int i, const char* what) {
+  if (!ctx.has_input(i)) return Status::invalid(std::string("missing input '") + what + "'");
+  const RtValue* v = ctx.input_value(i);
+  if (!v->is_tensor()) return Status::invalid(std::string("input '") + what + "' must be a tensor");
+  return &v->tensor;
+}
+
+bool has_tensor_input(const KernelContext& ctx, int i) {
+  return ctx.has_input(i) && ctx.input_value(i)->is_tensor();
+}
+
+Result<std::vector<int64_t>> int_values(const Tensor& t, const char* what) {
+  if (!is_integer(t.dtype()))
+    return Status::invalid(std::string("'") + what + "' must be an integer tensor, got " + dtype_str(t.dtype()));
+  return t.to_int64_vector();
+}
+
+Result<int64_t> int_scalar(const Tensor& t, const char* what) {
+  FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> v, int_values(t, what));
+  if (v.size() != 1)
+    return Status::invalid(std::string("'") + what + "' must hold one value, got " + t.describe());
+  return v[0];
+}
+
+std::string dtype_str(DType t) { return std::string(dtype_name(t)); }
+
+std::optional<DType> dtype_from_onnx(int64_t code) {
+  switch (code) {
+    case 1: return DType::kFloat32;
+    case 2: return DType::kUInt8;
+    case 3: return DType::kInt8;
+    case 4: return DType::kUInt16;
+    case 5: return DType::kInt16;
+    case 6: return DType::kInt32;
+    case 7: return DType::kInt64;
+    case 9: return DType::kBool;
+    case 10: return DType::kFloat16;
+    case 11: return DType::kFloat64;
+    case 12: return DType::kUInt32;
+    case 13: return DType::kUInt64;
+    case 16: return DType::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+Status unsupported_dtype(const char* op, DType t) {
+  return Status::unsupported(std::string(op) + " does not support dtype " + dtype_str(t));
+}
+
+void strided_copy(const void* src, int64_t base, const std::vector<int64_t>& src_strides, void* dst,
+                  const std::vector<int64_t>& out_dims, size_t es) {
+  const int r = static_cast<int>(out_dims.size());
+  int64_t n = 1;
+  for (int64_t d : out_dims) n *= d;
+  if (n == 0) return;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* o = static_cast<uint8_t*>(dst);
+  if (r == 0) {
+    std::memcpy(o, s + base * es, es);
+    return;
+  }
+  // The innermost dim is copied as one run when contiguous in the source.
+  const int64_t inner = out_dims[r - 1];
+  const int64_t inner_stride = src_strides[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = base;
+  for (int64_t done = 0; done < n; done += inner) {
+    if (inner_stride == 1) {
+      std::memcpy(o, s + off * es, static_cast<size_t>(inner) * es);
+      o += inner * es;
+    } else {
+      int64_t q = off;
+      for (int64_t k = 0; k < inner; ++k, q += inner_stride, o += es) std::memcpy(o, s + q * es, es);
+    }
+    for (int d = r - 2; d >= 0; --d) {
+      if (++idx[d] < out_dims[d]) {
+        off += src_strides[d];
+        break;
+      }
+      off -= src_strides[d] * (out_dims[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+Result<std::vector<int64_t>> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, bool unique) {
+  std::vector<int64_t> out;
+  out.reserve(axes.size());
+  std::set<int64_t> seen;
+  for (int64_t a : axes) {
+    FERRY_ASSIGN_OR_RETURN(int64_t n, normalize_axis(a, rank));
+    if (unique && !seen.insert(n).second)
+      return Status::invalid("axis " + std::to_string(a) + " is repeated in " + dims_to_string(axes));
+    out.push_back(n);
+  }
+  return out;
+}
+
+Result<int64_t> normalize_index(int64_t index, int64_t dim, const char* what) {
+  if (index < -dim || index >= dim)
+    return Status::invalid(std::string(what) + " " + std::to_string(index) + " is out of range for an axis of size " +
+                           std::to_string(dim));
+  return index < 0 ? index + dim : index;
+}
+
+Result<Tensor> constant_node_value(const ir::Node& node) {
+  using K = ir::Attribute::Kind;
+  if (const Tensor* t = node.attr_tensor("value")) return *t;
+  if (const ir::Attribute* a = node.attr("value_float")) return Tensor::scalar<float>(a->kind == K::kFloat ? a->f : 0.f);
+  if (const ir::Attribute* a = node.attr("value_floats"))
+    return Tensor::from_vector<float>(a->floats);
+  if (const ir::Attribute* a = node.attr("value_int")) return Tensor::scalar<int64_t>(a->i);
+  if (const ir::Attribute* a = node.attr("value_ints")) return Tensor::from_vector<int64_t>(a->ints);
+  if (node.has_attr("value_string") || node.has_attr("value_strings"))
+    return Status::unsupported("Constant with a string value: string tensors are not supported by ferry");
+  if (node.has_attr("sparse_value")) return Status::unsupported("Constant with a sparse_value is not supported");
+  return Status::invalid("Constant has none of the value attributes (value, value_float(s), value_int(s))");
+}
+
+namespace {
+
+constexpr int64_t kMaxFoldElems = 4096;
+
+// Ops cheap enough, and common enough in shape computations, to evaluate during inference.
+bool foldable_op(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Identity", "Cast", "CastLike", "Gather", "GatherElements", "Concat", "Slice", "Squeeze", "Unsqueeze",
+      "Reshape", "Flatten", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min", "Equal", "Less",
+      "Greater", "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or", "ConstantOfShape", "Range",
+      "Expand", "Tile", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax", "Floor", "Ceil", "Sign", "Clip",
+      "Transpose", "Split", "Size", "Shape", "Sqrt", "Pow"};
+  return ops.count(op) != 0;
+}
+
+struct Folder {
+  int budget = 256;
+
+  std::optional<Tensor> eval(const ir::Value* v, int depth) {
+    if (!v) return std::nullopt;
+    if (v->is_constant()) return v->initializer;
+    const ir::Node* p = v->producer;
+    if (!p || !p->domain.empty() || depth > 48 || --budget < 0) return std::nullopt;
+    if (p->op_type == "Constant") {
+      auto r = constant_node_value(*p);
+      if (!r.ok()) return std::nullopt;
+      return std::move(r).value();
+    }
+    if (p->op_type == "Shape" || p->op_type == "Size") {
+      if (auto t = shape_or_size(*p)) return t;
+      // fall through: the input may itself be known.
+    }
+    if (!foldable_op(p->op_type)) return std::nullopt;
+    std::vector<RtValue> values(p->inputs.size());
+    std::vector<const RtValue*> ptrs(p->inputs.size(), nullptr);
+    for (size_t i = 0; i < p->inputs.size(); ++i) {
+      if (!p->inputs[i]) continue;
+      std::optional<Tensor> t = eval(p->inputs[i], depth + 1);
+      if (!t || t->numel() > kMaxFoldElems) return std::nullopt;
+      values[i] = RtValue(std::move(*t));
+      ptrs[i] = &values[i];
+    }
+    const OpSchema* s = OpRegistry::global().find(p->domain, p->op_type, p->opset);
+    if (!s || !s->kernel) return std::nullopt;
+    int n = static_cast<int>(p->inputs.size());
+    if (n < s->min_inputs || n > s->max_inputs) return std::nullopt;
+    KernelContext kc(*p, std::move(ptrs), nullptr);
+    if (!s->kernel(kc).ok()) return std::nullopt;
+    int o = v->producer_output;
+    if (o < 0 || o >= static_cast<int>(kc.outputs().size()) || !kc.outputs()[o].is_tensor()) return std::nullopt;
+    Tensor out = kc.outputs()[o].tensor;
+    if (!out.defined() || out.numel() > kMaxFoldElems) return std::nullopt;
+    return out;
+  }
+
+  static std::optional<Tensor> shape_or_size(const ir::Node& p) {
+    const ir::Value* in = p.has_input(0) ? p.inputs[0] : nullptr;
+    if (!in || !in->shape) return std::nullopt;
+    const Shape& s = *in->shape;
+    const int64_t rank = static_cast<int64_t>(s.size());
+    if (p.op_type == "Size") {
+      if (!is_static(s)) return std::nullopt;
+      int64_t n = 1;
+      for (const Dim& d : s) n *= d.value;
+      return Tensor::scalar<int64_t>(n);
+    }
+    int64_t start = p.opset >= 15 ? p.attr_int("start", 0) : 0;
+    int64_t end = p.opset >= 15 ? p.attr_int("end", rank) : rank;
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+    std::vector<int64_t> dims;
+    for (int64_t i = start; i < end; ++i) {
+      if (!s[i].is_static()) return std::nullopt;
+      dims.push_back(s[i].value);
+    }
+    return Tensor::from_vector<int64_t>(dims);
+  }
+};
+
+}  // namespace
+
+std::optional<Tensor> known_value_of(const ir::Value* v) {
+  Folder f;
+  return f.eval(v, 0);
+}
+
+std::optional<Tensor> known_value(const InferContext& ctx, int i) {
+  if (const Tensor* t = ctx.input_constant(i)) return *t;
+  return known_value_of(ctx.input(i));
+}
+
+std::optional<std::vector<int64_t>> known_ints(const InferContext& ctx, int i) {
+  std::optional<Tensor> t = known_value(ctx, i);
+  if (!t || !is_integer(t->dtype())) return std::nullopt;
+  return t->to_int64_vector();
+}
+
+std::optional<std::vector<int64_t>> static_input_dims(const InferContext& ctx, int i) {
+  const std::optional<Shape>* s = ctx.input_shape(i);
+  if (!s || !*s || !is_static(**s)) return std::nullopt;
+  return static_dims(**s);
+}
+
+Shape unknown_dims(int64_t rank) { return Shape(static_cast<size_t>(std::max<int64_t>(rank, 0))); }
+
+}  // namespace ferry::ops::tensor_ops
