@@ -98,7 +98,12 @@ Status multinomial_kernel(KernelContext& ctx) {
     std::vector<double> w(classes);
     double mx = -INFINITY;
     for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, logits[b * classes + c]);
-    for (int64_t c = 0; c < classes; ++c) w[c] = std::isinf(mx) ? 1.0 : std::exp(logits[b * classes + c] - mx);
+    if (std::isnan(mx) || (std::isinf(mx) && mx > 0))
+      return Status::invalid("Multinomial row " + std::to_string(b) + " has NaN or +inf log-probabilities");
+    for (int64_t c = 0; c < classes; ++c) {
+      w[c] = std::isinf(mx) ? 1.0 : std::exp(logits[b * classes + c] - mx);
+      if (std::isnan(w[c])) return Status::invalid("Multinomial row " + std::to_string(b) + " has NaN log-probabilities");
+    }
     std::discrete_distribution<int64_t> d(w.begin(), w.end());
     for (int64_t s = 0; s < samples; ++s) out.data<int64_t>()[b * samples + s] = d(eng);
   }

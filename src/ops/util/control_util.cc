@@ -66,7 +66,7 @@ Result<Tensor> slice_along(const Tensor& t, int axis, int64_t start, int64_t len
   auto* dst = static_cast<uint8_t*>(out.raw());
   for (int64_t o = 0; o < outer; ++o) {
     const uint8_t* s = src + (o * t.dim(axis) + start) * inner;
-    if (len * inner) std::memcpy(dst + o * len * inner, s, len * inner);
+    if (len > 0 && inner > 0) std::memcpy(dst + o * len * inner, s, len * inner);
   }
   return out;
 }
