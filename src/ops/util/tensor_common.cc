@@ -1,6 +1,7 @@
 #include "ops/util/tensor_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace ferry::ops::tensor_ops {
@@ -126,7 +127,46 @@ Result<Tensor> constant_node_value(const ir::Node& node) {
 
 namespace {
 
-constexpr int64_t kMaxFoldElems = 4096;
+// Shape computations are tiny; the bound keeps inference from materializing real data.
+constexpr int64_t kMaxFoldElems = 1024;
+
+// For ops whose output size is set by input values rather than input sizes, whether the output stays
+// within kMaxFoldElems (checked before running the kernel, which would otherwise allocate it).
+bool value_sized_output_is_small(const std::string& op, const std::vector<RtValue>& in) {
+  auto small = [](const std::vector<int64_t>& dims) {
+    for (int64_t d : dims)
+      if (d < 0) return false;
+    auto n = checked_numel(dims, kMaxFoldElems);
+    return n.ok() && *n <= kMaxFoldElems;
+  };
+  if (op == "ConstantOfShape") return in.size() >= 1 && in[0].is_tensor() && small(in[0].tensor.to_int64_vector());
+  if (op == "Expand") {
+    if (in.size() < 2 || !in[0].is_tensor() || !in[1].is_tensor()) return false;
+    std::vector<int64_t> shape = in[1].tensor.to_int64_vector();
+    for (int64_t& d : shape)
+      if (d < 0) return false;
+    auto dims = broadcast_dims(in[0].tensor.dims(), shape);
+    return dims.ok() && small(*dims);
+  }
+  if (op == "Tile") {
+    if (in.size() < 2 || !in[0].is_tensor() || !in[1].is_tensor()) return false;
+    std::vector<int64_t> reps = in[1].tensor.to_int64_vector();
+    const std::vector<int64_t>& d = in[0].tensor.dims();
+    if (reps.size() != d.size()) return false;
+    std::vector<int64_t> all = d;
+    all.insert(all.end(), reps.begin(), reps.end());
+    return small(all);
+  }
+  if (op == "Range") {
+    if (in.size() < 3) return false;
+    for (int i = 0; i < 3; ++i)
+      if (!in[i].is_tensor() || in[i].tensor.numel() != 1) return false;
+    const double s = in[0].tensor.as_double(0), l = in[1].tensor.as_double(0), d = in[2].tensor.as_double(0);
+    if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return false;
+    return std::ceil((l - s) / d) <= static_cast<double>(kMaxFoldElems);
+  }
+  return true;
+}
 
 // Ops cheap enough, and common enough in shape computations, to evaluate during inference.
 bool foldable_op(const std::string& op) {
@@ -166,6 +206,7 @@ struct Folder {
       values[i] = RtValue(std::move(*t));
       ptrs[i] = &values[i];
     }
+    if (!value_sized_output_is_small(p->op_type, values)) return std::nullopt;
     const OpSchema* s = OpRegistry::global().find(p->domain, p->op_type, p->opset);
     if (!s || !s->kernel) return std::nullopt;
     int n = static_cast<int>(p->inputs.size());
