@@ -25,6 +25,14 @@ Status expand_infer(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
   const std::optional<Shape>* in = ctx.input_shape(0);
   auto shape = known_ints(ctx, 1);
+  if (!shape && in && *in) {
+    if (auto entries = known_shape_entries(ctx, 1)) {
+      Shape target;
+      for (const ShapeEntry& e : *entries) target.push_back(e.dim);
+      ctx.set_output(0, dt, broadcast_shapes(**in, target));
+      return Status();
+    }
+  }
   if (!shape || !in || !*in) {
     // The shape's length alone gives the rank.
     const std::optional<Shape>* ss = ctx.input_shape(1);

@@ -257,6 +257,47 @@ TEST(TensorOps, InferenceFoldsShapeSubgraphs) {
   EXPECT_EQ(shape_to_string(*g.find_value("zeros")->shape), "[2,3,4]");
 }
 
+// x: [batch, 12, 64]. Reshape(x, Concat(Shape(x)[0:1], [4, -1])) is [batch, 4, 192], and Shape(x)[1]
+// (a Gather with a scalar index) is the known value 12 although x's shape is not static.
+TEST(TensorOps, InferenceKeepsSymbolicDimsThroughShapeSubgraphs) {
+  ir::Graph g;
+  ir::Value* x = g.add_value("x");
+  x->dtype = DType::kFloat32;
+  x->shape = Shape{Dim::symbolic("batch"), Dim(12), Dim(64)};
+  x->is_graph_input = true;
+  g.inputs.push_back(x);
+  auto constant = [&](const std::string& name, std::vector<int64_t> v, bool scalar = false) {
+    ir::Value* c = g.add_value(name);
+    c->initializer = scalar ? Tensor::scalar<int64_t>(v[0]) : Tensor::from_vector<int64_t>(v);
+    c->dtype = DType::kInt64;
+    c->shape = to_shape(c->initializer.dims());
+    return c;
+  };
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, const std::string& out) {
+    ir::Node* n = g.add_node(op, out + "_node");
+    n->opset = 17;
+    n->inputs = std::move(ins);
+    ir::Value* o = g.add_value(out);
+    o->producer = n;
+    o->producer_output = 0;
+    n->outputs.push_back(o);
+    return o;
+  };
+  ir::Value* shape = node("Shape", {x}, "shape");
+  ir::Value* batch = node("Slice", {shape, constant("s0", {0}), constant("s1", {1})}, "batch");
+  ir::Value* new_shape = node("Concat", {batch, constant("rest", {4, -1})}, "new_shape");
+  new_shape->producer->attrs["axis"] = int_attr(0);
+  node("Reshape", {x, new_shape}, "y");
+  ir::Value* twelve = node("Gather", {shape, constant("one", {1}, true)}, "twelve");
+  node("Range", {constant("zero", {0}, true), twelve, constant("step", {1}, true)}, "r");
+  node("ConstantOfShape", {new_shape}, "c");  // the -1 would fail at run time; inference just leaves it unknown
+  Status st = infer_graph(g);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(shape_to_string(*g.find_value("y")->shape), "[batch,4,192]");
+  EXPECT_EQ(shape_to_string(*g.find_value("r")->shape), "[12]");
+  EXPECT_EQ(shape_to_string(*g.find_value("c")->shape), "[batch,4,?]");
+}
+
 // For every node test of these ops in the local test data: shapes inferred from scratch (declared
 // output shapes cleared) must match the expected outputs wherever inference claims a static dim.
 TEST(TensorOps, InferredShapesMatchNodeTests) {
