@@ -1,1 +1,69 @@
-int main() { return 0; }
+// `ferry`: the command-line entry point. Parses the subcommand and hands over; exit codes are 0 (ok),
+// 1 (bad input or failed work: `error: ...` on stderr) and 2 (usage errors, from CLI11's parser).
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "cli/commands.h"
+
+#ifndef FERRY_VERSION
+#define FERRY_VERSION "unknown"
+#endif
+
+namespace ferry::cli {
+
+int report_error(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+void progress(const std::string& line) {
+  static const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (tty) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+namespace {
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"ferry: import ONNX models, run them, and check what they compute"};
+  app.name("ferry");
+  app.set_version_flag("--version", std::string("ferry ") + FERRY_VERSION);
+  app.require_subcommand(1);
+  CommandFn inspect = add_inspect_command(app);
+  CommandFn run = add_run_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\nRun 'ferry --help' (or 'ferry SUBCOMMAND --help') for usage.\n", e.what());
+    return 2;
+  }
+  if (app.got_subcommand("inspect")) return inspect();
+  if (app.got_subcommand("run")) return run();
+  return 2;  // unreachable: require_subcommand(1)
+}
+
+}  // namespace
+}  // namespace ferry::cli
+
+int main(int argc, char** argv) {
+  // Last line of defence: anything that escapes the Status paths still ends as `error:` and exit 1,
+  // never as an abort with a core dump.
+  try {
+    return ferry::cli::run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "error: internal error (unknown exception)\n");
+  }
+  return 1;
+}
