@@ -29,6 +29,10 @@ Result<Col2ImGeometry> geometry(const ir::Node& node, std::vector<int64_t> image
     if (g.image[i] <= 0 || g.block[i] <= 0 || g.dilations[i] <= 0 || g.strides[i] <= 0 || g.pads[i] < 0 ||
         g.pads[n + i] < 0)
       return Status::invalid("Col2Im image/block shapes, dilations and strides must be positive and pads >= 0");
+    constexpr int64_t kMax = int64_t{1} << 31;  // keeps the geometry arithmetic far from overflow
+    if (g.image[i] > kMax || g.block[i] > kMax || g.dilations[i] > kMax || g.strides[i] > kMax || g.pads[i] > kMax ||
+        g.pads[n + i] > kMax)
+      return Status::invalid("Col2Im geometry values must be below 2^31");
     const int64_t span = g.dilations[i] * (g.block[i] - 1) + 1;
     const int64_t nb = (g.image[i] + g.pads[i] + g.pads[n + i] - span) / g.strides[i] + 1;
     if (g.image[i] + g.pads[i] + g.pads[n + i] < span || nb < 1)
@@ -47,11 +51,8 @@ Status col2im_kernel(KernelContext& ctx) {
   FERRY_ASSIGN_OR_RETURN(Col2ImGeometry g, geometry(ctx.node(), image, block));
   if (x->rank() != 3) return Status::invalid("input must be 3-D [N, C*prod(block), L], got " + x->describe());
   const size_t nd = g.image.size();
-  int64_t block_size = 1, n_blocks = 1;
-  for (size_t i = 0; i < nd; ++i) {
-    block_size *= g.block[i];
-    n_blocks *= g.n_blocks[i];
-  }
+  FERRY_ASSIGN_OR_RETURN(int64_t block_size, checked_numel(g.block));
+  FERRY_ASSIGN_OR_RETURN(int64_t n_blocks, checked_numel(g.n_blocks));
   if (x->dim(1) % block_size != 0)
     return Status::invalid("input dim 1 (" + std::to_string(x->dim(1)) + ") is not divisible by the block size " +
                            std::to_string(block_size));
@@ -62,8 +63,7 @@ Status col2im_kernel(KernelContext& ctx) {
   std::vector<int64_t> dims = {N, C};
   dims.insert(dims.end(), g.image.begin(), g.image.end());
   FERRY_ASSIGN_OR_RETURN(Tensor* out, ctx.allocate_output(0, x->dtype(), dims));
-  int64_t image_size = 1;
-  for (int64_t d : g.image) image_size *= d;
+  FERRY_ASSIGN_OR_RETURN(int64_t image_size, checked_numel(g.image));
   const std::vector<int64_t> img_strides = strides_of(g.image);
   Status st;
   bool ok = dispatch_numeric(x->dtype(), [&](auto tag) {

@@ -50,6 +50,12 @@ Status constant_of_shape_infer(InferContext& ctx) {
     ctx.set_output(0, v->dtype(), to_shape(*dims));
     return Status();
   }
+  if (auto entries = known_shape_entries(ctx, 0)) {
+    Shape out;
+    for (const ShapeEntry& e : *entries) out.push_back(e.dim);
+    ctx.set_output(0, v->dtype(), out);
+    return Status();
+  }
   const std::optional<Shape>* ss = ctx.input_shape(0);
   std::optional<Shape> out;
   if (ss && *ss && (*ss)->size() == 1 && (**ss)[0].is_static()) out = unknown_dims((**ss)[0].value);

@@ -1,4 +1,6 @@
 // Expand (bidirectional numpy broadcast to a shape) and Tile (repeat along each axis).
+#include <algorithm>
+
 #include "ops/util/tensor_common.h"
 
 namespace ferry::ops {
@@ -23,9 +25,21 @@ Status expand_infer(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
   const std::optional<Shape>* in = ctx.input_shape(0);
   auto shape = known_ints(ctx, 1);
+  if (!shape && in && *in) {
+    if (auto entries = known_shape_entries(ctx, 1)) {
+      Shape target;
+      for (const ShapeEntry& e : *entries) target.push_back(e.dim);
+      ctx.set_output(0, dt, broadcast_shapes(**in, target));
+      return Status();
+    }
+  }
   if (!shape || !in || !*in) {
-    // The rank is at least the shape's length; without values nothing more is certain.
-    ctx.set_output(0, dt, std::nullopt);
+    // The shape's length alone gives the rank.
+    const std::optional<Shape>* ss = ctx.input_shape(1);
+    std::optional<Shape> out;
+    if (in && *in && ss && *ss && (*ss)->size() == 1 && (**ss)[0].is_static())
+      out = unknown_dims(std::max<int64_t>(static_cast<int64_t>((*in)->size()), (**ss)[0].value));
+    ctx.set_output(0, dt, out);
     return Status();
   }
   if (is_static(**in)) {

@@ -160,7 +160,7 @@ Status gather_nd_infer(InferContext& ctx) {
   const int64_t b = ctx.opset() >= 12 ? ctx.node().attr_int("batch_dims", 0) : 0;
   const int64_t k = (*is)->back().value;
   const int64_t r = static_cast<int64_t>((*xs)->size());
-  if (b < 0 || k < 1 || b + k > r) return Status::invalid("GatherND: indices' last dim " + std::to_string(k) +
+  if (b < 0 || b >= r || k < 1 || k > r - b) return Status::invalid("GatherND: indices' last dim " + std::to_string(k) +
                                                          " does not fit data of rank " + std::to_string(r));
   Shape out((*is)->begin(), (*is)->end() - 1);
   out.insert(out.end(), (*xs)->begin() + b + k, (*xs)->end());

@@ -1,5 +1,7 @@
 // Reshape (0 copies the input dim unless allowzero, -1 is inferred) and Flatten (to 2-D at `axis`).
 // Both only relabel dims: the output shares the input's buffer.
+#include <algorithm>
+
 #include "ops/util/tensor_common.h"
 
 namespace ferry::ops {
@@ -68,33 +70,76 @@ Status reshape_kernel(KernelContext& ctx) {
   return Status();
 }
 
+// The -1 entry of a Reshape whose dims are partly symbolic: symbols the input and output share cancel,
+// and what remains must be static on both sides.
+Dim infer_minus_one(const Shape& in, const Shape& out_without_minus_one) {
+  std::vector<Dim> a(in.begin(), in.end()), b(out_without_minus_one.begin(), out_without_minus_one.end());
+  for (auto it = b.begin(); it != b.end();) {
+    if (!it->is_static() && !it->symbol.empty()) {
+      auto m = std::find_if(a.begin(), a.end(), [&](const Dim& d) { return d.symbol == it->symbol && !d.is_static(); });
+      if (m != a.end()) {
+        a.erase(m);
+        it = b.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+  int64_t pa = 1, pb = 1;
+  for (const Dim& d : a) {
+    if (!d.is_static()) return Dim();
+    pa *= d.value;
+  }
+  for (const Dim& d : b) {
+    if (!d.is_static()) return Dim();
+    pb *= d.value;
+  }
+  if (pb == 0 || pa % pb != 0) return Dim();
+  return Dim(pa / pb);
+}
+
 Status reshape_infer(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
+  const bool allowzero = allowzero_of(ctx.node());
   std::optional<std::vector<int64_t>> shape = known_ints(ctx, 1);
-  if (!shape) {
+  if (shape) {
+    if (auto in = static_input_dims(ctx, 0)) {
+      FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> dims, reshape_dims(*in, *shape, allowzero));
+      ctx.set_output(0, dt, to_shape(dims));
+      return Status();
+    }
+  }
+  std::optional<std::vector<ShapeEntry>> entries = known_shape_entries(ctx, 1);
+  if (!entries) {
     const std::optional<Shape>* ss = ctx.input_shape(1);
     std::optional<Shape> out;
     if (ss && *ss && (*ss)->size() == 1 && (**ss)[0].is_static()) out = unknown_dims((**ss)[0].value);
     ctx.set_output(0, dt, out);
     return Status();
   }
-  const bool allowzero = allowzero_of(ctx.node());
-  if (auto in = static_input_dims(ctx, 0)) {
-    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> dims, reshape_dims(*in, *shape, allowzero));
-    ctx.set_output(0, dt, to_shape(dims));
-    return Status();
-  }
-  // Input dims partly unknown: copied (0) dims keep their symbols, -1 stays unknown.
+  // Partly known: copied (0) dims keep their symbols, stand-ins are the dims they stand for, and -1 is
+  // solved when the symbols cancel.
   const std::optional<Shape>* in = ctx.input_shape(0);
+  const bool in_known = in && *in;
   Shape out;
-  for (size_t i = 0; i < shape->size(); ++i) {
-    int64_t s = (*shape)[i];
-    if (s == 0 && !allowzero)
-      out.push_back(in && *in && i < (*in)->size() ? (**in)[i] : Dim());
-    else if (s >= 0)
-      out.emplace_back(s);
-    else
+  int minus_one = -1;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const ShapeEntry& e = (*entries)[i];
+    if (!e.value) {
+      out.push_back(e.dim);
+    } else if (*e.value == 0 && !allowzero) {
+      out.push_back(in_known && i < (*in)->size() ? (**in)[i] : Dim());
+    } else if (*e.value == -1 && minus_one < 0) {
+      minus_one = static_cast<int>(i);
       out.emplace_back();
+    } else {
+      out.push_back(*e.value >= 0 ? Dim(*e.value) : Dim());
+    }
+  }
+  if (minus_one >= 0 && in_known) {
+    Shape rest = out;
+    rest.erase(rest.begin() + minus_one);
+    out[minus_one] = infer_minus_one(**in, rest);
   }
   ctx.set_output(0, dt, out);
   return Status();

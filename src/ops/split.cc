@@ -16,7 +16,8 @@ Result<std::vector<int64_t>> split_sizes(const ir::Node& node, int64_t dim, cons
                              " entries for " + std::to_string(n_outputs) + " outputs");
     int64_t sum = 0;
     for (int64_t s : *given) {
-      if (s < 0) return Status::invalid("split " + dims_to_string(*given) + " has a negative size");
+      if (s < 0 || s > dim)  // bounding each entry also keeps the sum from overflowing
+        return Status::invalid("split " + dims_to_string(*given) + " has a size outside [0, " + std::to_string(dim) + "]");
       sum += s;
     }
     if (sum != dim)

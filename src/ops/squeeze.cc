@@ -123,7 +123,12 @@ Status unsqueeze_infer(InferContext& ctx) {
   auto axes = infer_axes(ctx, known);
   const std::optional<Shape>* in = ctx.input_shape(0);
   if (!known || !axes || !in || !*in) {
-    ctx.set_output(0, dt, std::nullopt);
+    // Axes unknown but their count known: the rank is known.
+    const std::optional<Shape>* as = ctx.opset() >= 13 ? ctx.input_shape(1) : nullptr;
+    std::optional<Shape> out;
+    if (in && *in && as && *as && (*as)->size() == 1 && (**as)[0].is_static())
+      out = unknown_dims(static_cast<int64_t>((*in)->size()) + (**as)[0].value);
+    ctx.set_output(0, dt, out);
     return Status();
   }
   const Shape& s = **in;

@@ -1,6 +1,7 @@
 #include "ops/util/tensor_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace ferry::ops::tensor_ops {
@@ -126,7 +127,46 @@ Result<Tensor> constant_node_value(const ir::Node& node) {
 
 namespace {
 
-constexpr int64_t kMaxFoldElems = 4096;
+// Shape computations are tiny; the bound keeps inference from materializing real data.
+constexpr int64_t kMaxFoldElems = 1024;
+
+// For ops whose output size is set by input values rather than input sizes, whether the output stays
+// within kMaxFoldElems (checked before running the kernel, which would otherwise allocate it).
+bool value_sized_output_is_small(const std::string& op, const std::vector<RtValue>& in) {
+  auto small = [](const std::vector<int64_t>& dims) {
+    for (int64_t d : dims)
+      if (d < 0) return false;
+    auto n = checked_numel(dims, kMaxFoldElems);
+    return n.ok() && *n <= kMaxFoldElems;
+  };
+  if (op == "ConstantOfShape") return in.size() >= 1 && in[0].is_tensor() && small(in[0].tensor.to_int64_vector());
+  if (op == "Expand") {
+    if (in.size() < 2 || !in[0].is_tensor() || !in[1].is_tensor()) return false;
+    std::vector<int64_t> shape = in[1].tensor.to_int64_vector();
+    for (int64_t& d : shape)
+      if (d < 0) return false;
+    auto dims = broadcast_dims(in[0].tensor.dims(), shape);
+    return dims.ok() && small(*dims);
+  }
+  if (op == "Tile") {
+    if (in.size() < 2 || !in[0].is_tensor() || !in[1].is_tensor()) return false;
+    std::vector<int64_t> reps = in[1].tensor.to_int64_vector();
+    const std::vector<int64_t>& d = in[0].tensor.dims();
+    if (reps.size() != d.size()) return false;
+    std::vector<int64_t> all = d;
+    all.insert(all.end(), reps.begin(), reps.end());
+    return small(all);
+  }
+  if (op == "Range") {
+    if (in.size() < 3) return false;
+    for (int i = 0; i < 3; ++i)
+      if (!in[i].is_tensor() || in[i].tensor.numel() != 1) return false;
+    const double s = in[0].tensor.as_double(0), l = in[1].tensor.as_double(0), d = in[2].tensor.as_double(0);
+    if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return false;
+    return std::ceil((l - s) / d) <= static_cast<double>(kMaxFoldElems);
+  }
+  return true;
+}
 
 // Ops cheap enough, and common enough in shape computations, to evaluate during inference.
 bool foldable_op(const std::string& op) {
@@ -139,8 +179,31 @@ bool foldable_op(const std::string& op) {
   return ops.count(op) != 0;
 }
 
+// Ops that only move int64 values around (never compute with them), so a shape tensor holding
+// stand-ins for unknown dims can pass through them.
+bool moves_values_only(const ir::Node& p) {
+  static const std::set<std::string> ops = {"Identity", "Gather", "Concat", "Slice", "Squeeze", "Unsqueeze",
+                                            "Reshape", "Flatten", "Transpose", "Split", "Expand", "Tile"};
+  if (ops.count(p.op_type)) return true;
+  return p.op_type == "Cast" && p.attr_int("to", 0) == 7;  // to int64
+}
+
+// Evaluates small subgraphs with the reference kernels. A dim of a Shape's input that is not static
+// becomes a stand-in value (kStandIn - k, far below any real shape value) remembered in `stand_ins`;
+// stand-ins may flow through value-moving ops only, so a result either holds them verbatim or fails.
 struct Folder {
+  static constexpr int64_t kStandIn = -(int64_t{1} << 62);
   int budget = 256;
+  bool allow_stand_ins = false;
+  std::vector<Dim> stand_ins;
+
+  static bool is_stand_in(int64_t v) { return v <= kStandIn && v > kStandIn - (int64_t{1} << 20); }
+  static bool has_stand_ins(const Tensor& t) {
+    if (t.dtype() != DType::kInt64) return false;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (is_stand_in(t.data<int64_t>()[i])) return true;
+    return false;
+  }
 
   std::optional<Tensor> eval(const ir::Value* v, int depth) {
     if (!v) return std::nullopt;
@@ -163,9 +226,15 @@ struct Folder {
       if (!p->inputs[i]) continue;
       std::optional<Tensor> t = eval(p->inputs[i], depth + 1);
       if (!t || t->numel() > kMaxFoldElems) return std::nullopt;
+      // Stand-ins are data, never indices, shapes or axes: only the first input may carry them (and
+      // every Concat input).
+      if (has_stand_ins(*t)) {
+        if (!moves_values_only(*p) || (i > 0 && p->op_type != "Concat")) return std::nullopt;
+      }
       values[i] = RtValue(std::move(*t));
       ptrs[i] = &values[i];
     }
+    if (!value_sized_output_is_small(p->op_type, values)) return std::nullopt;
     const OpSchema* s = OpRegistry::global().find(p->domain, p->op_type, p->opset);
     if (!s || !s->kernel) return std::nullopt;
     int n = static_cast<int>(p->inputs.size());
@@ -179,7 +248,7 @@ struct Folder {
     return out;
   }
 
-  static std::optional<Tensor> shape_or_size(const ir::Node& p) {
+  std::optional<Tensor> shape_or_size(const ir::Node& p) {
     const ir::Value* in = p.has_input(0) ? p.inputs[0] : nullptr;
     if (!in || !in->shape) return std::nullopt;
     const Shape& s = *in->shape;
@@ -198,8 +267,13 @@ struct Folder {
     end = std::clamp<int64_t>(end, 0, rank);
     std::vector<int64_t> dims;
     for (int64_t i = start; i < end; ++i) {
-      if (!s[i].is_static()) return std::nullopt;
-      dims.push_back(s[i].value);
+      if (s[i].is_static()) {
+        dims.push_back(s[i].value);
+      } else {
+        if (!allow_stand_ins) return std::nullopt;
+        dims.push_back(kStandIn - static_cast<int64_t>(stand_ins.size()));
+        stand_ins.push_back(s[i]);
+      }
     }
     return Tensor::from_vector<int64_t>(dims);
   }
@@ -209,12 +283,40 @@ struct Folder {
 
 std::optional<Tensor> known_value_of(const ir::Value* v) {
   Folder f;
-  return f.eval(v, 0);
+  f.allow_stand_ins = true;  // e.g. Shape(x)[1] is known when only dim 0 of x is symbolic
+  std::optional<Tensor> t = f.eval(v, 0);
+  if (!t || Folder::has_stand_ins(*t)) return std::nullopt;
+  return t;
 }
 
 std::optional<Tensor> known_value(const InferContext& ctx, int i) {
   if (const Tensor* t = ctx.input_constant(i)) return *t;
   return known_value_of(ctx.input(i));
+}
+
+std::optional<std::vector<ShapeEntry>> known_shape_entries(const InferContext& ctx, int i) {
+  std::optional<Tensor> t = known_value(ctx, i);
+  Folder f;
+  if (!t) {
+    f.allow_stand_ins = true;
+    t = f.eval(ctx.input(i), 0);
+  }
+  if (!t || !is_integer(t->dtype()) || t->rank() > 1) return std::nullopt;
+  std::vector<ShapeEntry> out;
+  for (int64_t k = 0; k < t->numel(); ++k) {
+    const int64_t v = t->as_int64(k);
+    ShapeEntry e;
+    if (t->dtype() == DType::kInt64 && Folder::is_stand_in(v)) {
+      const int64_t id = Folder::kStandIn - v;
+      if (id < 0 || id >= static_cast<int64_t>(f.stand_ins.size())) return std::nullopt;
+      e.dim = f.stand_ins[id];
+    } else {
+      e.value = v;
+      if (v >= 0) e.dim = Dim(v);
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 std::optional<std::vector<int64_t>> known_ints(const InferContext& ctx, int i) {

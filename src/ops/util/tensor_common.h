@@ -61,6 +61,16 @@ std::optional<Tensor> known_value_of(const ir::Value* v);
 // The same as int64 values (integer dtypes only).
 std::optional<std::vector<int64_t>> known_ints(const InferContext& ctx, int i);
 
+// One entry of a shape-like input at inference: a known number (`value`, possibly negative, e.g.
+// Reshape's -1), or a stand-in for a dim of some tensor's shape that is not static (`dim`, symbolic or
+// unknown), e.g. Concat(Shape(x)[0:1], [-1]) with x: [batch, 12] gives {dim "batch"}, {value -1}.
+struct ShapeEntry {
+  std::optional<int64_t> value;
+  Dim dim;  // Dim(value) for known values >= 0
+};
+// The entries of a 0-/1-D integer input when each one is known or stands for a shape dim; nullopt else.
+std::optional<std::vector<ShapeEntry>> known_shape_entries(const InferContext& ctx, int i);
+
 // Inference helpers: the static dims of input i, or nullopt.
 std::optional<std::vector<int64_t>> static_input_dims(const InferContext& ctx, int i);
 // A Shape with `rank` unknown dims.
