@@ -40,7 +40,7 @@ struct Value {
 };
 
 struct Attribute {
-  enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors, kGraphs };
+  enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors, kGraphs, kType };
   Kind kind = Kind::kInt;
   float f = 0;
   int64_t i = 0;
@@ -52,6 +52,9 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<Graph>> graphs;
+  // kType (ONNX TYPE_PROTO, e.g. Optional's `type`): what a value of that type is.
+  ValueKind type_kind = ValueKind::kTensor;
+  DType type_dtype = DType::kUndefined;
 };
 
 class Node {

@@ -27,6 +27,7 @@ std::string attr_text(const Attribute& a) {
     case Attribute::Kind::kStrings: o << "strings[" << a.strings.size() << "]"; break;
     case Attribute::Kind::kTensors: o << "tensors[" << a.tensors.size() << "]"; break;
     case Attribute::Kind::kGraphs: o << "graphs[" << a.graphs.size() << "]"; break;
+    case Attribute::Kind::kType: o << "type " << dtype_name(a.type_dtype); break;
   }
   return o.str();
 }

@@ -109,6 +109,15 @@ Status convert_attribute(const onnx::AttributeProto& ap, ir::Graph& owner, ir::A
       }
       break;
     }
+    case onnx::AttributeProto::TYPE_PROTO: {
+      a.kind = K::kType;
+      ir::Value tmp;
+      tmp.name = ap.name();
+      FERRY_RETURN_IF_ERROR(read_type(ap.tp(), tmp));
+      a.type_kind = tmp.kind;
+      a.type_dtype = tmp.dtype;
+      break;
+    }
     case onnx::AttributeProto::SPARSE_TENSOR:
     case onnx::AttributeProto::SPARSE_TENSORS:
       return Status::unsupported("sparse tensor attributes are not supported by ferry");
