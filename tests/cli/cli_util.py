@@ -26,7 +26,8 @@ def init():
 
 
 def ferry(*args, cwd=None, timeout=120):
-    p = subprocess.run([FERRY, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    p = subprocess.run([FERRY, *map(str, args)], capture_output=True, text=True, errors="replace", cwd=cwd,
+                       timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -182,6 +182,29 @@ expect_error("external data: length past the end",
              ["run", external_model("ext_offset", "weights.bin", offset=8, length=16)], "weights.bin")
 expect_error("external data: missing file", ["run", external_model("ext_missing", "nothing.bin")], "nothing.bin")
 
+# --- mutated models: random byte changes end in a clean result or `error:`, never a signal -------------
+w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+then_g = helper.make_graph([helper.make_node("Identity", ["y"], ["t"])], "then", [], [vi("t", F, [2, 3])])
+else_g = helper.make_graph([helper.make_node("Neg", ["y"], ["e"])], "else", [], [vi("e", F, [2, 3])])
+fz = model([helper.make_node("Add", ["x", "w"], ["y"], name="add"),
+            helper.make_node("ReduceSum", ["y"], ["r"], name="sum", keepdims=0),
+            helper.make_node("Greater", ["r", "zero"], ["c"], name="gt"),
+            helper.make_node("If", ["c"], ["o"], name="if", then_branch=then_g, else_branch=else_g)],
+           [vi("x", F, [2, 3])], [vi("o", F, [2, 3])], [w, zero]).SerializeToString()
+rnd = random.Random(1)
+bad = []
+for i in range(150):
+    b = bytearray(fz)
+    for _ in range(rnd.randint(1, 4)):
+        b[rnd.randrange(len(b))] = rnd.randrange(256)
+    p = path("mutated", "m%d.onnx" % i)
+    open(p, "wb").write(bytes(b))
+    rc, out, err = u.ferry("run", p)
+    if rc not in (0, 1) or (rc == 1 and not err.startswith("error:")):
+        bad.append("%s: rc=%d %s" % (p, rc, err.strip()[-200:]))
+u.check("150 mutated models: exit 0 or 1 with error:, no signal", not bad, "\n".join(bad[:5]))
+
 # --- usage errors exit 2 ------------------------------------------------------------------------------
 for args in (["run"], ["run", good, "--no-such-flag"], ["frobnicate"], [], ["run", good, "--seed", "abc"]):
     rc, out, err = u.ferry(*args)

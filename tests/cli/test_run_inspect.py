@@ -144,6 +144,18 @@ rc, out, err = u.ferry("inspect", dyn_mm)
 check("inspect: dynamic model says FLOPs unknown",
       rc == 0 and re.search(r"FLOPs: unknown for 2 nodes with dynamic shapes", out) is not None, err + out)
 check("inspect: symbolic dims printed", "x     float32[N,10]" in out or "float32[N,10]" in out, out)
+# --shape makes the dynamic dims concrete and re-infers shapes (elementwise ops: 10 + 10 FLOPs).
+dyn_ew = save(model([helper.make_node("Add", ["x", "x"], ["y"], name="add"),
+                     helper.make_node("Relu", ["y"], ["z"], name="relu")],
+                    [vi("x", F, ["N", 5])], [vi("z", F, ["N", 5])]), os.path.join(tmp, "dyn_ew.onnx"))
+rc, out, err = u.ferry("inspect", dyn_ew, "--shape", "x=2,5", "--json", "-")
+try:
+    fl = json.loads(out)["flops"]
+except Exception:  # noqa: BLE001
+    fl = {}
+check("inspect --shape: dynamic FLOPs counted", rc == 0 and fl.get("estimate") == 20 and
+      fl.get("unknown_dynamic_nodes") == 0, err + out)
+expect = u.expect_error("inspect --shape with a wrong rank", ["inspect", dyn_ew, "--shape", "x=2"], "rank")
 # Ops ferry cannot run are reported, not fatal, for inspect.
 unk = save(model([helper.make_node("FooBar", ["x"], ["y"], name="foo")], [vi("x", F, [2])], [vi("y", F, [2])]),
            os.path.join(tmp, "unk.onnx"))
