@@ -24,6 +24,7 @@ Status global_pool_kernel(KernelContext& ctx, GlobalKind kind) {
     return Status::invalid(ctx.node().op_type + ": empty spatial dims in " + x->describe());
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, dt, out_dims));
   const double p = static_cast<double>(ctx.node().attr_int("p", 2));
+  if (kind == GlobalKind::kLp && p <= 0) return Status::invalid("GlobalLpPool: p must be positive");
   if (kind == GlobalKind::kMax) {
     dispatch_numeric(dt, [&](auto tag) {
       using T = decltype(tag);

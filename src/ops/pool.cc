@@ -68,6 +68,7 @@ Status average_or_lp_kernel(KernelContext& ctx, PoolKind kind) {
   const bool include_pad = kind == PoolKind::kAverage && ctx.node().attr_int("count_include_pad", 0) != 0;
   const double p = kind == PoolKind::kLp ? static_cast<double>(ctx.node().attr_int("p", 2)) : 1.0;
   if (kind == PoolKind::kLp && ctx.opset() < 2) return Status::unsupported("LpPool: opset 1 (float p) is not supported");
+  if (kind == PoolKind::kLp && p <= 0) return Status::invalid("LpPool: p must be positive");
   std::vector<int64_t> out_dims = {x->dim(0), x->dim(1)};
   for (int64_t v : g.out) out_dims.push_back(v);
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x->dtype(), out_dims));
