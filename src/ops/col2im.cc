@@ -118,9 +118,8 @@ Status col2im_infer(InferContext& ctx) {
     out[0] = (**in)[0];
     auto block = known_ints(ctx, 2);
     if (block && (**in)[1].is_static()) {
-      int64_t bsz = 1;
-      for (int64_t b : *block) bsz *= b;
-      if (bsz > 0) out[1] = Dim((**in)[1].value / bsz);
+      auto bsz = checked_numel(*block);
+      if (bsz.ok() && *bsz > 0) out[1] = Dim((**in)[1].value / *bsz);
     }
   }
   for (int64_t d : *image) out.emplace_back(d);

@@ -111,7 +111,7 @@ Status tile_infer(InferContext& ctx) {
   Shape out;
   for (size_t d = 0; d < s.size(); ++d) {
     if ((*reps)[d] == 1) out.push_back(s[d]);
-    else if (s[d].is_static()) out.emplace_back(s[d].value * (*reps)[d]);
+    else if (auto n = checked_numel({s[d].value, (*reps)[d]}); s[d].is_static() && n.ok()) out.emplace_back(*n);
     else out.emplace_back();
   }
   ctx.set_output(0, dt, out);

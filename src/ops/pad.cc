@@ -81,7 +81,9 @@ Status pad_kernel(KernelContext& ctx) {
   FERRY_ASSIGN_OR_RETURN(auto pw, full_pads(pads, axes, r));
   std::vector<int64_t> dims(r);
   for (int d = 0; d < r; ++d) {
-    dims[d] = x->dims()[d] + pw[d].first + pw[d].second;
+    if (__builtin_add_overflow(x->dims()[d], pw[d].first, &dims[d]) ||
+        __builtin_add_overflow(dims[d], pw[d].second, &dims[d]))
+      return Status::invalid("pads " + dims_to_string(pads) + " overflow");
     if (dims[d] < 0) return Status::invalid("pads " + dims_to_string(pads) + " crop axis " + std::to_string(d) +
                                             " of " + x->describe() + " below zero");
     if (mode != PadMode::kConstant && x->dims()[d] == 0 && dims[d] > 0)
@@ -154,7 +156,10 @@ Status pad_infer(InferContext& ctx) {
   Shape out = s;
   for (size_t d = 0; d < s.size(); ++d) {
     if (pw[d].first == 0 && pw[d].second == 0) continue;
-    out[d] = s[d].is_static() ? Dim(s[d].value + pw[d].first + pw[d].second) : Dim();
+    int64_t v = 0;
+    const bool ok = s[d].is_static() && !__builtin_add_overflow(s[d].value, pw[d].first, &v) &&
+                    !__builtin_add_overflow(v, pw[d].second, &v) && v >= 0;
+    out[d] = ok ? Dim(v) : Dim();
   }
   ctx.set_output(0, dt, out);
   return Status();
