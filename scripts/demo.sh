@@ -13,8 +13,8 @@ cache="${FERRY_CACHE:-$HOME/.cache/ferry}"
 model="$cache/models/resnet18/model.onnx"
 out="$root/build/demo/resnet18"
 echo
-echo "== ferry inspect $model"
-build/ferry inspect "$model"
+echo "== ferry inspect $model --shape input=1,3,224,224"
+build/ferry inspect "$model" --shape input=1,3,224,224
 echo
 echo "== ferry run $model --shape input=1,3,224,224 --seed 0 --output-dir $out"
 build/ferry run "$model" --shape input=1,3,224,224 --seed 0 --output-dir "$out"
