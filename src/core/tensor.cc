@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -23,6 +24,13 @@ std::shared_ptr<void> allocate(size_t bytes) {
 }
 }  // namespace
 
+// "4096 GiB", "0.5 GiB": sizes for error messages without printf noise.
+static std::string gib_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", bytes / (1 << 30));
+  return buf;
+}
+
 int64_t max_tensor_bytes() { return g_max_tensor_bytes.load(); }
 void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes); }
 
@@ -33,7 +41,7 @@ Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims) {
   if (n > limit / static_cast<int64_t>(dtype_size(dtype)))
     return Status::error(ErrorCode::kOutOfRange,
                          "tensor " + std::string(dtype_name(dtype)) + dims_to_string(dims) + " needs " +
-                             std::to_string(static_cast<double>(n) * dtype_size(dtype) / (1 << 30)) +
+                             gib_text(static_cast<double>(n) * dtype_size(dtype)) +
                              " GiB, more than the " + std::to_string(limit >> 30) + " GiB limit per tensor");
   return Tensor(dtype, std::move(dims));
 }
