@@ -24,10 +24,11 @@ std::shared_ptr<void> allocate(size_t bytes) {
 }
 }  // namespace
 
-// "4096 GiB", "0.5 GiB": sizes for error messages without printf noise.
+// "4096", "0.5": GiB counts: sizes for error messages without printf noise.
 static std::string gib_text(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", bytes / (1 << 30));
+  double gib = bytes / (1 << 30);
+  std::snprintf(buf, sizeof buf, gib >= 10 ? "%.0f" : "%.3g", gib);
   return buf;
 }
 
