@@ -175,7 +175,7 @@ Status attention_kernel(KernelContext& ctx) {
   const int64_t mode = node.attr_int("qk_matmul_output_mode", 0);
   DType P = T;
   if (node.has_attr("softmax_precision")) {
-    FERRY_ASSIGN_OR_RETURN(P, dtype_from_onnx_enum(node.attr_int("softmax_precision", 1)));
+    FERRY_ASSIGN_OR_RETURN(P, dtype_from_onnx(node.attr_int("softmax_precision", 1)));
     if (!is_floating(P)) return Status::invalid("Attention softmax_precision must be a floating type");
   }
 

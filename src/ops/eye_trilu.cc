@@ -2,6 +2,7 @@
 // last two dims, offset by k).
 #include <algorithm>
 
+#include "core/onnx_dtype.h"
 #include "ops/util/tensor_common.h"
 
 namespace ferry::ops {
@@ -12,9 +13,7 @@ using namespace tensor_ops;
 Result<DType> eye_dtype(const ir::Node& n, DType input) {
   if (!n.has_attr("dtype")) return input;
   int64_t code = n.attr_int("dtype", 1);
-  std::optional<DType> dt = dtype_from_onnx(code);
-  if (!dt) return Status::unsupported("EyeLike dtype " + std::to_string(code) + " is not supported");
-  return *dt;
+  return dtype_from_onnx(code).with_context("EyeLike dtype " + std::to_string(code));
 }
 
 Status eye_like_kernel(KernelContext& ctx) {

@@ -31,7 +31,7 @@ Status mel_kernel(KernelContext& ctx) {
   if (ctx.input(3).numel() != 1 || ctx.input(4).numel() != 1)
     return Status::invalid("MelWeightMatrix edge frequencies must be scalars");
   const double lower = ctx.input(3).as_double(0), upper = ctx.input(4).as_double(0);
-  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx_enum(ctx.node().attr_int("output_datatype", 1)));
+  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx(ctx.node().attr_int("output_datatype", 1)));
   const int64_t spec_bins = dft_length / 2 + 1;
   const double low_mel = hz_to_mel(lower, ctx.input(3).dtype());
   const double high_mel = hz_to_mel(upper, ctx.input(4).dtype());
@@ -68,7 +68,7 @@ Status mel_kernel(KernelContext& ctx) {
 }
 
 Status mel_infer(InferContext& ctx) {
-  auto dt = dtype_from_onnx_enum(ctx.node().attr_int("output_datatype", 1));
+  auto dt = dtype_from_onnx(ctx.node().attr_int("output_datatype", 1));
   const Tensor* bins = ctx.input_constant(0);
   const Tensor* len = ctx.input_constant(1);
   Dim rows = len && len->numel() == 1 ? Dim(len->as_int64(0) / 2 + 1) : Dim();

@@ -43,7 +43,7 @@ Result<Tensor> sample(const ir::Node& node, Dist dist, DType dt, const std::vect
 
 Result<DType> attr_dtype(const ir::Node& node, DType dflt) {
   if (!node.has_attr("dtype")) return dflt;
-  return dtype_from_onnx_enum(node.attr_int("dtype", 1));
+  return dtype_from_onnx(node.attr_int("dtype", 1));
 }
 
 Status random_kernel(KernelContext& ctx, Dist dist) {
@@ -84,7 +84,7 @@ Status multinomial_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!is_floating(x.dtype()) || x.rank() != 2)
     return Status::invalid("Multinomial input must be a floating [batch, classes] tensor");
-  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx_enum(ctx.node().attr_int("dtype", 6)));
+  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx(ctx.node().attr_int("dtype", 6)));
   if (dt != DType::kInt32 && dt != DType::kInt64) return Status::invalid("Multinomial dtype must be int32 or int64");
   const int64_t samples = ctx.node().attr_int("sample_size", 1);
   if (samples < 0) return Status::invalid("Multinomial sample_size must be non-negative");
@@ -127,7 +127,7 @@ Status like_infer(InferContext& ctx) {
 }
 
 Status multinomial_infer(InferContext& ctx) {
-  auto dt = dtype_from_onnx_enum(ctx.node().attr_int("dtype", 6));
+  auto dt = dtype_from_onnx(ctx.node().attr_int("dtype", 6));
   std::optional<Shape> shape;
   if (ctx.input_rank(0) == 2) shape = Shape{(**ctx.input_shape(0))[0], Dim(ctx.node().attr_int("sample_size", 1))};
   ctx.set_output(0, dt.ok() ? *dt : DType::kUndefined, shape);

@@ -29,7 +29,7 @@ void set_sequence_output(InferContext& ctx, DType elem) {
 }
 
 Status seq_empty_kernel(KernelContext& ctx) {
-  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx_enum(ctx.node().attr_int("dtype", 1)));
+  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx(ctx.node().attr_int("dtype", 1)));
   ctx.set_output_value(0, RtValue::make_sequence({}, dt));
   return Status();
 }
@@ -93,7 +93,7 @@ Status seq_length_kernel(KernelContext& ctx) {
 void register_sequence(OpRegistry& r) {
   r.add(OpSchema{.op_type = "SequenceEmpty", .since_version = 11, .min_inputs = 0, .max_inputs = 0,
                  .infer = [](InferContext& ctx) {
-                   auto dt = dtype_from_onnx_enum(ctx.node().attr_int("dtype", 1));
+                   auto dt = dtype_from_onnx(ctx.node().attr_int("dtype", 1));
                    set_sequence_output(ctx, dt.ok() ? *dt : DType::kUndefined);
                    return Status();
                  },

@@ -29,7 +29,7 @@ double window_value(Window w, int64_t n, double denom) {
 Status window_kernel(KernelContext& ctx, Window w) {
   FERRY_ASSIGN_OR_RETURN(int64_t size, scalar_int(ctx.input(0), "window size"));
   if (size < 0) return Status::invalid("window size must be non-negative, got " + std::to_string(size));
-  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx_enum(ctx.node().attr_int("output_datatype", 1)));
+  FERRY_ASSIGN_OR_RETURN(DType dt, dtype_from_onnx(ctx.node().attr_int("output_datatype", 1)));
   const bool periodic = ctx.node().attr_int("periodic", 1) != 0;
   const double denom = static_cast<double>(periodic ? size : size - 1);
   FERRY_ASSIGN_OR_RETURN(Tensor values, Tensor::create(DType::kFloat64, {size}));
@@ -39,7 +39,7 @@ Status window_kernel(KernelContext& ctx, Window w) {
 }
 
 Status window_infer(InferContext& ctx) {
-  auto dt = dtype_from_onnx_enum(ctx.node().attr_int("output_datatype", 1));
+  auto dt = dtype_from_onnx(ctx.node().attr_int("output_datatype", 1));
   const Tensor* size = ctx.input_constant(0);
   std::optional<Shape> shape = Shape{Dim()};
   if (size && size->numel() == 1 && size->as_int64(0) >= 0) shape = Shape{Dim(size->as_int64(0))};

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "frontend/onnx/functions.h"
-#include "frontend/onnx/onnx_types.h"
+#include "core/onnx_dtype.h"
 #include "onnx/onnx_pb.h"
 #include "ops/op.h"
 

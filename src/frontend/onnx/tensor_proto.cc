@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "frontend/onnx/import.h"
-#include "frontend/onnx/onnx_types.h"
+#include "core/onnx_dtype.h"
 #include "onnx/onnx-data_pb.h"
 #include "onnx/onnx_pb.h"
 

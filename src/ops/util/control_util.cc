@@ -4,26 +4,6 @@
 
 namespace ferry::ops {
 
-Result<DType> dtype_from_onnx_enum(int64_t e) {
-  switch (e) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 4: return DType::kUInt16;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 12: return DType::kUInt32;
-    case 13: return DType::kUInt64;
-    case 16: return DType::kBFloat16;
-    case 8: return Status::unsupported("string tensors are not supported");
-    default: return Status::unsupported("ONNX element type " + std::to_string(e) + " is not supported");
-  }
-}
-
 ir::Graph* mutable_subgraph(ir::Node& node, const std::string& name) {
   auto it = node.attrs.find(name);
   if (it == node.attrs.end() || it->second.kind != ir::Attribute::Kind::kGraph) return nullptr;

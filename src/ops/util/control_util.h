@@ -1,5 +1,6 @@
 // Helpers shared by the control-flow, sequence, RNN and signal ops (group ops-control).
 #pragma once
+#include "core/onnx_dtype.h"
 #include <cstdint>
 #include <vector>
 
@@ -10,8 +11,6 @@
 
 namespace ferry::ops {
 
-// ONNX TensorProto.DataType number -> DType (errors for string, complex and float8 types).
-Result<DType> dtype_from_onnx_enum(int64_t e);
 
 // The graph held by attribute `name`, mutable so inference can annotate it; null when absent.
 ir::Graph* mutable_subgraph(ir::Node& node, const std::string& name);

@@ -1,5 +1,7 @@
 #include "ops/util/elementwise_common.h"
 
+#include "core/onnx_dtype.h"
+
 #include <cfloat>
 #include <cstring>
 
@@ -29,43 +31,7 @@ float16 double_to_float16(double d) { return float16(round_to_odd_float(d)); }
 bfloat16 double_to_bfloat16(double d) { return bfloat16(round_to_odd_float(d)); }
 
 Result<DType> dtype_from_onnx_elem_type(int64_t t, const std::string& what) {
-  switch (t) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 4: return DType::kUInt16;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 12: return DType::kUInt32;
-    case 13: return DType::kUInt64;
-    case 16: return DType::kBFloat16;
-    default: break;
-  }
-  const char* name = nullptr;
-  switch (t) {
-    case 0: name = "undefined"; break;
-    case 8: name = "string"; break;
-    case 14: name = "complex64"; break;
-    case 15: name = "complex128"; break;
-    case 17: name = "float8e4m3fn"; break;
-    case 18: name = "float8e4m3fnuz"; break;
-    case 19: name = "float8e5m2"; break;
-    case 20: name = "float8e5m2fnuz"; break;
-    case 21: name = "uint4"; break;
-    case 22: name = "int4"; break;
-    case 23: name = "float4e2m1"; break;
-    case 24: name = "float8e8m0"; break;
-    case 25: name = "uint2"; break;
-    case 26: name = "int2"; break;
-    default: break;
-  }
-  if (name)
-    return Status::unsupported(what + ": element type " + name + " is not supported by ferry");
-  return Status::invalid(what + ": unknown ONNX element type " + std::to_string(t));
+  return dtype_from_onnx(t).with_context(what);
 }
 
 Result<const Tensor*> tensor_input(const KernelContext& ctx, int i) {

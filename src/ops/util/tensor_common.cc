@@ -32,25 +32,6 @@ Result<int64_t> int_scalar(const Tensor& t, const char* what) {
 
 std::string dtype_str(DType t) { return std::string(dtype_name(t)); }
 
-std::optional<DType> dtype_from_onnx(int64_t code) {
-  switch (code) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 4: return DType::kUInt16;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 12: return DType::kUInt32;
-    case 13: return DType::kUInt64;
-    case 16: return DType::kBFloat16;
-    default: return std::nullopt;
-  }
-}
-
 Status unsupported_dtype(const char* op, DType t) {
   return Status::unsupported(std::string(op) + " does not support dtype " + dtype_str(t));
 }

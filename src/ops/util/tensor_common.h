@@ -27,9 +27,6 @@ Result<std::vector<int64_t>> int_values(const Tensor& t, const char* what);
 Result<int64_t> int_scalar(const Tensor& t, const char* what);
 
 std::string dtype_str(DType t);
-// The DType of an ONNX TensorProto.DataType code (attributes such as EyeLike's `dtype`); nullopt for
-// codes ferry has no dtype for (strings, complex, float8, int4...).
-std::optional<DType> dtype_from_onnx(int64_t code);
 Status unsupported_dtype(const char* op, DType t);
 
 // Copies `n` elements of `elem_size` bytes.
