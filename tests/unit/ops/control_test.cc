@@ -2,6 +2,8 @@
 // crashes), sequence_lens in the recurrent ops, DFT round trips, reproducible seeded random ops.
 #include <gtest/gtest.h>
 
+#include "unit/ops/op_test_util.h"
+
 #include <cmath>
 
 #include "ir/graph.h"
@@ -10,57 +12,12 @@
 namespace ferry::ops {
 namespace {
 
-struct OpRun {
-  Status status;
-  std::vector<RtValue> outputs;
-};
+using namespace testing;
 
-// Runs one node with the given inputs (a null RtValue pointer entry = omitted input).
-OpRun run_op(const std::string& op, const std::vector<RtValue>& inputs, std::map<std::string, ir::Attribute> attrs = {},
-             int opset = 23, int num_outputs = 1, const std::vector<bool>& omitted = {}) {
-  ir::Graph g;
-  ir::Node* n = g.add_node(op, "n0");
-  n->opset = opset;
-  n->attrs = std::move(attrs);
-  std::vector<const RtValue*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const bool skip = i < omitted.size() && omitted[i];
-    n->inputs.push_back(skip ? nullptr : g.add_value("in" + std::to_string(i)));
-    ptrs.push_back(skip ? nullptr : &inputs[i]);
-  }
-  for (int i = 0; i < num_outputs; ++i) n->outputs.push_back(g.add_value("out" + std::to_string(i)));
-  const OpSchema* s = OpRegistry::global().find("", op, opset);
-  if (!s) return {Status::unsupported("no schema for " + op), {}};
-  KernelContext ctx(*n, ptrs, nullptr);
-  OpRun r;
-  r.status = s->kernel(ctx);
-  r.outputs = ctx.outputs();
-  return r;
-}
-
-ir::Attribute int_attr(int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-ir::Attribute float_attr(float v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
-}
-ir::Attribute ints_attr(std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute string_attr(std::string v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
+// Runs one node; `omitted[i]` leaves input i out.
+OpRun run_op(const std::string& op, const std::vector<RtValue>& inputs, Attrs attrs = {}, int opset = 23,
+             int num_outputs = 1, const std::vector<bool>& omitted = {}) {
+  return run_node(op, inputs, std::move(attrs), opset, num_outputs, omitted);
 }
 
 TEST(Sequence, PositionsOutOfRangeAreErrors) {

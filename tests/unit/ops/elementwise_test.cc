@@ -3,6 +3,8 @@
 // rounded double -> float16, and the errors for unsupported types.
 #include <gtest/gtest.h>
 
+#include "unit/ops/op_test_util.h"
+
 #include <cmath>
 #include <limits>
 
@@ -12,42 +14,11 @@
 namespace ferry::ops {
 namespace {
 
-struct OpRun {
-  Status status;
-  std::vector<RtValue> outputs;
-};
+using namespace testing;
 
-OpRun run_op(const std::string& op, const std::vector<Tensor>& inputs,
-             std::map<std::string, ir::Attribute> attrs = {}, int opset = 21) {
-  ir::Graph g;
-  ir::Node* n = g.add_node(op, "n0");
-  n->opset = opset;
-  n->attrs = std::move(attrs);
-  std::vector<RtValue> values;
-  values.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ir::Value* v = g.add_value("in" + std::to_string(i));
-    v->dtype = inputs[i].dtype();
-    n->inputs.push_back(v);
-    values.emplace_back(inputs[i]);
-  }
-  n->outputs.push_back(g.add_value("out"));
-  const OpSchema* s = OpRegistry::global().find("", op, opset);
-  if (!s) return {Status::unsupported("no schema for " + op), {}};
-  std::vector<const RtValue*> ptrs;
-  for (auto& v : values) ptrs.push_back(&v);
-  KernelContext ctx(*n, ptrs, nullptr);
-  OpRun r;
-  r.status = s->kernel(ctx);
-  r.outputs = ctx.outputs();
-  return r;
-}
-
-ir::Attribute int_attr(int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
+OpRun run_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {}, int opset = 21,
+             int num_outputs = 1) {
+  return run_node(op, inputs, std::move(attrs), opset, num_outputs);
 }
 
 TEST(Elementwise, IntegerArithmeticWraps) {
