@@ -3,6 +3,7 @@
 // list (build/generated/op_table.cc calls `register_<file stem>(OpRegistry&)` for every src/ops/*.cc that
 // is not a helper), so adding an op means adding one file with one such function.
 #pragma once
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,7 +73,9 @@ class InferContext {
   const std::optional<Shape>* input_shape(int i) const { return has_input(i) ? &node_.inputs[i]->shape : nullptr; }
   // Rank of input i or -1 when unknown.
   int input_rank(int i) const;
-  // Constant data of input i when known at compile time (initializer or Constant node output), else null.
+  // Constant data of input i when known at compile time, else null: an initializer, a Constant's
+  // output, or a small shape computation over those and static shapes, folded on demand (the pointer
+  // lives as long as this context).
   const Tensor* input_constant(int i) const;
   // Setters for output i (no-ops when the output is omitted).
   void set_output(int i, DType dtype, std::optional<Shape> shape);
@@ -81,6 +84,7 @@ class InferContext {
 
  private:
   ir::Node& node_;
+  mutable std::deque<Tensor> folded_;  // values input_constant folded (deque: stable addresses)
 };
 
 using InferFn = std::function<Status(InferContext&)>;

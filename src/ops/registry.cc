@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "ops/op.h"
+#include "ops/util/tensor_common.h"
 
 namespace ferry::ops {
 
@@ -68,7 +69,10 @@ const Tensor* InferContext::input_constant(int i) const {
     const Tensor* t = v->producer->attr_tensor("value");
     if (t) return t;
   }
-  return nullptr;
+  std::optional<Tensor> folded = tensor_ops::known_value_of(v);
+  if (!folded) return nullptr;
+  folded_.push_back(std::move(*folded));
+  return &folded_.back();
 }
 
 void InferContext::set_output(int i, DType dtype, std::optional<Shape> shape) {

@@ -271,8 +271,8 @@ std::optional<Tensor> known_value_of(const ir::Value* v) {
 }
 
 std::optional<Tensor> known_value(const InferContext& ctx, int i) {
-  if (const Tensor* t = ctx.input_constant(i)) return *t;
-  return known_value_of(ctx.input(i));
+  if (const Tensor* t = ctx.input_constant(i)) return *t;  // folds shape computations too
+  return std::nullopt;
 }
 
 std::optional<std::vector<ShapeEntry>> known_shape_entries(const InferContext& ctx, int i) {
