@@ -17,6 +17,9 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual Status run(ops::KernelContext& ctx) = 0;
   virtual std::string name() const = 0;  // shown by `inspect --plan`, e.g. "reference"
+  // Whether run() reads inputs in a non-plain TensorLayout (see core/tensor.h). When false, the
+  // executor hands this kernel plain copies of such inputs.
+  virtual bool accepts_layouts() const { return false; }
 };
 
 class Backend {
@@ -28,7 +31,8 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_reference_backend();
-// By name ("reference"); the error lists the available backends.
+std::unique_ptr<Backend> make_cpu_backend();  // oneDNN + vectorized kernels (backends/cpu/)
+// By name ("reference", "cpu"); the error lists the available backends.
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
 
 }  // namespace ferry::backends

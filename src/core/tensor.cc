@@ -170,3 +170,10 @@ bool Tensor::same_as(const Tensor& o) const {
 std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + dims_to_string(dims_); }
 
 }  // namespace ferry
+
+namespace ferry {
+Result<Tensor> Tensor::plain() const {
+  if (!layout_) return *this;
+  return layout_->to_plain(*this);
+}
+}  // namespace ferry

@@ -15,6 +15,19 @@ namespace ferry {
 int64_t max_tensor_bytes();
 void set_max_tensor_bytes(int64_t bytes);
 
+class Tensor;
+
+// A non-plain memory layout that an optimized backend keeps between its own kernels (e.g. oneDNN's
+// blocked nChw16c). Such a tensor's dims() are the logical (ONNX) dims, but its bytes are not in
+// row-major order, so only kernels that say they accept layouts may read it; the executor turns it
+// back into a plain tensor (to_plain) before any other kernel, a hook or a graph output sees it.
+class TensorLayout {
+ public:
+  virtual ~TensorLayout() = default;
+  virtual std::string describe() const = 0;                      // "nChw16c"
+  virtual Result<Tensor> to_plain(const Tensor& self) const = 0;  // row-major copy
+};
+
 class Tensor {
  public:
   Tensor() = default;  // undefined (no dtype, no storage)
@@ -72,7 +85,15 @@ class Tensor {
 
   std::string describe() const;  // "float32[1,3,224,224]"
 
+  // Layout: null for plain row-major tensors (everything outside an optimized backend).
+  const TensorLayout* layout() const { return layout_.get(); }
+  bool is_plain() const { return layout_ == nullptr; }
+  void set_layout(std::shared_ptr<const TensorLayout> l) { layout_ = std::move(l); }
+  // This tensor when plain, else its row-major copy.
+  Result<Tensor> plain() const;
+
  private:
+  std::shared_ptr<const TensorLayout> layout_;
   DType dtype_ = DType::kUndefined;
   std::vector<int64_t> dims_;
   int64_t numel_ = 0;

@@ -48,6 +48,9 @@ class ScopedRunner : public ops::SubgraphRunner {
       }
       if (!v) return Status::internal("subgraph output '" + o->name + "' was not computed");
       outs.push_back(*v);
+      if (v->is_tensor() && !v->tensor.is_plain()) {
+        FERRY_ASSIGN_OR_RETURN(outs.back().tensor, v->tensor.plain());
+      }
     }
     return outs;
   }
@@ -121,6 +124,12 @@ Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hoo
         v = &const_inputs.back();
       }
       if (!v) return Status::internal("input '" + in->name + "' has no value").with_context(where);
+      if (v->is_tensor() && !v->tensor.is_plain() && !kernel.accepts_layouts()) {
+        auto plain = v->tensor.plain();
+        if (!plain.ok()) return plain.status().with_context(where);
+        const_inputs.emplace_back(std::move(plain).value());
+        v = &const_inputs.back();
+      }
       inputs.push_back(v);
     }
     ScopedRunner runner(*this, scope);
@@ -141,7 +150,16 @@ Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hoo
       if (outs[k].is_none() && o->kind == ir::ValueKind::kTensor)
         return Status::internal("the kernel did not produce output '" + o->name + "'").with_context(where);
     }
-    if (hook && *hook) (*hook)(node, inputs, outs);
+    if (hook && *hook) {
+      // Hooks (compare, dumps) see plain tensors, whatever layout the kernels keep between them.
+      for (auto& o : outs)
+        if (o.is_tensor() && !o.tensor.is_plain()) {
+          auto plain = o.tensor.plain();
+          if (!plain.ok()) return plain.status().with_context(where);
+          o.tensor = std::move(plain).value();
+        }
+      (*hook)(node, inputs, outs);
+    }
     for (size_t k = 0; k < node.outputs.size(); ++k)
       if (node.outputs[k]) scope.values[node.outputs[k]] = std::move(outs[k]);
     for (const ir::Value* dead : plan.release_after[i]) scope.values.erase(dead);

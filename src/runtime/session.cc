@@ -107,6 +107,9 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
     }
     if (!v) return Status::internal("output '" + o->name + "' was not computed");
     out.emplace_back(o->name, *v);
+    if (v->is_tensor() && !v->tensor.is_plain()) {
+      FERRY_ASSIGN_OR_RETURN(out.back().second.tensor, v->tensor.plain());
+    }
   }
   return out;
 }

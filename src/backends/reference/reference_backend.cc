@@ -38,7 +38,8 @@ std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<Refe
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
-  return Status::invalid("unknown backend '" + name + "' (available: reference)");
+  if (name == "cpu") return make_cpu_backend();
+  return Status::invalid("unknown backend '" + name + "' (available: reference, cpu)");
 }
 
 }  // namespace ferry::backends

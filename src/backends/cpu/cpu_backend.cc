@@ -1,0 +1,58 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+namespace ferry::backends::cpu {
+
+// Kernel files: each adds its entries to the table. Add one line per new file.
+// (declarations of register_* functions go here)
+
+namespace {
+
+const KernelTable& table() {
+  static const KernelTable t = [] {
+    KernelTable t;
+    // (register_* calls go here)
+    return t;
+  }();
+  return t;
+}
+
+const KernelEntry* find_entry(const ir::Node& node) {
+  for (const KernelEntry& e : table())
+    if (e.op_type == node.op_type && e.domain == node.domain && e.supports(node)) return &e;
+  return nullptr;
+}
+
+class CpuBackend : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  bool supports(const ir::Node& node) const override { return find_entry(node) != nullptr; }
+  Result<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node) override {
+    const KernelEntry* e = find_entry(node);
+    if (!e) return Status::unsupported("the cpu backend has no kernel for " + node.label());
+    return e->create(node);
+  }
+};
+
+}  // namespace
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+void set_num_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+}
+
+}  // namespace ferry::backends::cpu
+
+namespace ferry::backends {
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::CpuBackend>(); }
+}  // namespace ferry::backends
