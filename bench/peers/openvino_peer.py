@@ -36,7 +36,8 @@ def main():
         return lambda: req.infer(feeds)
 
     settings = "CPU plugin, INFERENCE_NUM_THREADS=%d, NUM_STREAMS=1, LATENCY hint, f32 precision" % threads
-    common.bench_batches(job, "openvino", ov.__version__ if hasattr(ov, "__version__") else ov.get_version(),
+    version = getattr(ov, "__version__", None) or ov.get_version()
+    common.bench_batches(job, "openvino", version.split("-")[0],
                          settings, make_runner)
 
 

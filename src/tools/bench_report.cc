@@ -81,7 +81,7 @@ std::string format_bench_report(const BenchReport& r) {
   out += table(r.results);
   out += warnings("ferry", r.results);
   for (const PeerResult& p : r.peers) {
-    out += fmt::format("\n{} {} on {} ({}), run after ferry in a child process with the same inputs:\n", p.name,
+    out += fmt::format("\n{} {} on {} ({}), run after ferry in its own child process with the same inputs:\n", p.name,
                        p.version, p.model, p.settings);
     out += table(p.results);
     out += warnings(p.name, p.results);

@@ -156,6 +156,24 @@ if peers:
     lines = out.split("ferry/onnxruntime")[-1].splitlines()
     check("bench --peer: ratio rows", sum(1 for l in lines if l.strip().endswith("x") and l.count("x") >= 4) == 2, out)
 
+# OpenVINO, the optional second peer: only where the venv has it (bench/run.sh tries to install it).
+venv_py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".venv", "bin",
+                       "python")
+if subprocess.run([venv_py, "-c", "import openvino"], capture_output=True).returncode == 0:
+    js = os.path.join(tmp, "ov.json")
+    rc, out, err = u.ferry("bench", dyn, "--batch", "2", "--iterations", "3", "--threads", "1", "--peer", "openvino",
+                           "--peer", "onnxruntime", "--json", js, timeout=300)
+    j = json.load(open(js)) if rc == 0 else {}
+    names = [p["name"] for p in j.get("peers", [])]
+    check("bench --peer openvino --peer onnxruntime: both, in order", rc == 0 and names == ["openvino", "onnxruntime"],
+          err + out)
+    if rc == 0:
+        check_result("openvino b=2", j["peers"][0]["results"][0], 2, 3)
+        check("openvino: f32 precision", "f32 precision" in j["peers"][0]["settings"])
+        check("openvino: ratios", "ferry/openvino" in out and len(j["peers"][0]["ratios"]) == 1, out)
+else:
+    print("skip bench --peer openvino (openvino is not in the venv)")
+
 # A missing venv python: the setup hint. A peer that fails: its reason in ferry's error.
 env = dict(os.environ, FERRY_PYTHON=os.path.join(tmp, "no_python"))
 p = subprocess.run([u.FERRY, "bench", dyn, "--iterations", "1", "--peer", "onnxruntime"], capture_output=True,
