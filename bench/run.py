@@ -117,6 +117,15 @@ def peer_result(bench, name, batch):
     return None
 
 
+def agreement(bench, name, batch):
+    for p in bench.get("peers", []):
+        if p["name"] == name:
+            for a in p.get("agreement", []):
+                if a["batch"] == batch:
+                    return a
+    return None
+
+
 def row(model, batch, run, fl):
     r = {"model": model, "batch": batch}
     if "bench" not in run:
@@ -142,6 +151,12 @@ def row(model, batch, run, fl):
         if batch in TARGET:
             r["target"] = TARGET[batch]
             r["target_met"] = r["ratio"] <= TARGET[batch]
+    ag = agreement(b, "onnxruntime", batch)
+    if ag:
+        r["ort_max_rel_diff"] = ag["max_rel_diff"]
+        r["ort_agrees"] = ag["agrees"]
+        if ag["problem"]:
+            r["ort_problem"] = ag["problem"]
     if ov:
         r["ov_median_ms"] = ov["latency_ms"]["median"]
         r["ov_ratio"] = r["ferry_median_ms"] / r["ov_median_ms"]
@@ -156,7 +171,7 @@ def markdown(rows, meta):
     head = ["model", "batch", "ferry median ms", "ORT median ms", "ferry/ORT", "target", "met?"]
     if have_ov:
         head += ["OpenVINO median ms", "ferry/OV"]
-    head += ["ferry GFLOP/s", "ORT GFLOP/s", "peak MiB ferry / ORT", "memory ≤ ORT?"]
+    head += ["ferry GFLOP/s", "ORT GFLOP/s", "peak MiB ferry / ORT", "memory ≤ ORT?", "outputs vs ORT (rel.)"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "error" in r:
@@ -170,7 +185,9 @@ def markdown(rows, meta):
                 cells += [n(r.get("ov_median_ms")), n(r.get("ov_ratio"), "%.3f")]
             mem_ok = "—" if r.get("memory_ratio") is None else ("yes" if r["memory_ratio"] <= 1 else "**no**")
             cells += [n(r.get("ferry_gflops"), "%.1f"), n(r.get("ort_gflops"), "%.1f"),
-                      "%s / %s" % (n(r.get("ferry_peak_mib"), "%.0f"), n(r.get("ort_peak_mib"), "%.0f")), mem_ok]
+                      "%s / %s" % (n(r.get("ferry_peak_mib"), "%.0f"), n(r.get("ort_peak_mib"), "%.0f")), mem_ok,
+                      ("%.1e" % r["ort_max_rel_diff"] + ("" if r.get("ort_agrees") else " **differ**"))
+                      if "ort_max_rel_diff" in r else "—"]
         out.append("| " + " | ".join(cells) + " |")
     notes = ["", "%s; %s; ferry %s backend, opt-level %s, %d threads; ONNX Runtime %s%s." % (
         meta["date_utc"], meta["cpu"], meta["backend"], meta["opt_level"], meta["threads"], meta.get("ort_version", "?"),

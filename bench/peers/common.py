@@ -101,9 +101,22 @@ def load_inputs(path):
         return {k: z[k] for k in z.files}
 
 
+def save_outputs(path, outputs):
+    """An .npz with one member per output, named as the output (np.savez(**names) would trip over an
+    output called "file")."""
+    import zipfile
+    import numpy as np
+    with zipfile.ZipFile(path, "w") as z:
+        for k, v in outputs.items():
+            with z.open(k + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.ascontiguousarray(np.asarray(v)), allow_pickle=False)
+
+
 def bench_batches(job, name, version, settings, make_runner):
-    """make_runner(batch, inputs) -> a zero-argument function running one inference; its creation is the
-    load time. Writes the result JSON the job names."""
+    """make_runner(batch, inputs) -> (run, outputs): `run` runs one inference (timed); `outputs` runs one
+    more and returns {output name: array}, which is written to the batch's "outputs" .npz (if the job names
+    one) for ferry to compare with its own. Creating them is the load time. Writes the result JSON the job
+    names."""
     results = []
     scope_ok = reset_peak_rss()
     for b in job["batches"]:
@@ -112,20 +125,22 @@ def bench_batches(job, name, version, settings, make_runner):
         scoped = reset_peak_rss() and scope_ok
         print("batch %d: loading ..." % batch, flush=True)
         t0 = time.perf_counter()
-        run = make_runner(batch, inputs)
+        run, outputs = make_runner(batch, inputs)
         load_s = time.perf_counter() - t0
         print("batch %d: loaded in %.2f s; warming up ..." % (batch, load_s), flush=True)
         warm, warm_s = run_loop(run, job["warmup"])
         print("batch %d: measuring ..." % batch, flush=True)
         lat, total_s = run_loop(run, job["measure"])
         s = stats(lat, batch, total_s)
+        if b.get("outputs"):
+            save_outputs(b["outputs"], outputs())
         print("batch %d: median %.3f ms over %d iterations" % (batch, s["median"], len(lat)), flush=True)
         results.append({"batch": batch, "input_shapes": {k: list(v.shape) for k, v in inputs.items()},
                         "load_s": load_s, "first_run_ms": warm[0] if warm else 0.0,
                         "warmup_iterations": len(warm), "warmup_s": warm_s, "iterations": len(lat),
                         "total_s": total_s, "latencies_ms": lat, "stats": s,
                         "peak_rss_bytes": peak_rss_bytes(), "peak_rss_scope": "batch" if scoped else "process"})
-        del run
+        del run, outputs
     out = {"name": name, "version": version, "model": job["model"], "settings": settings, "results": results}
     with open(job["result"], "w") as f:
         json.dump(out, f, indent=1)

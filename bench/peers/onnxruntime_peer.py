@@ -29,7 +29,8 @@ def main():
         if missing:
             common.fail("inputs %s are not in %s" % (sorted(missing), list(inputs)))
         feeds = {k: v for k, v in inputs.items() if k in names}
-        return lambda: sess.run(None, feeds)
+        names = [o.name for o in sess.get_outputs()]
+        return (lambda: sess.run(None, feeds)), (lambda: dict(zip(names, sess.run(None, feeds))))
 
     settings = ("CPUExecutionProvider, intra_op_num_threads=%d, inter_op_num_threads=1, ORT_SEQUENTIAL, "
                 "ORT_ENABLE_ALL" % threads)

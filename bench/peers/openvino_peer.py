@@ -33,7 +33,10 @@ def main():
         compiled = core.compile_model(model, "CPU", config)
         req = compiled.create_infer_request()
         feeds = {name: inputs[name] for name in (p.get_any_name() for p in model.inputs)}
-        return lambda: req.infer(feeds)
+        def outputs():
+            res = req.infer(feeds)
+            return {port.get_any_name(): res[port] for port in compiled.outputs}
+        return (lambda: req.infer(feeds)), outputs
 
     settings = "CPU plugin, INFERENCE_NUM_THREADS=%d, NUM_STREAMS=1, LATENCY hint, f32 precision" % threads
     version = getattr(ov, "__version__", None) or ov.get_version()

@@ -259,6 +259,54 @@ std::vector<Ratios> compute_ratios(const std::vector<BatchResult>& ferry, const 
   return out;
 }
 
+Result<Agreement> compare_outputs(int64_t batch, const std::vector<std::pair<std::string, Tensor>>& ferry,
+                                  const std::vector<std::pair<std::string, Tensor>>& peer) {
+  Agreement a;
+  a.batch = batch;
+  auto note = [&](const std::string& p) {
+    if (a.problem.empty()) a.problem = p;
+  };
+  for (const auto& [name, ft] : ferry) {
+    const Tensor* pt = nullptr;
+    for (const auto& [pn, t] : peer)
+      if (pn == name) pt = &t;
+    if (!pt) {
+      note("the peer has no output '" + name + "'");
+      continue;
+    }
+    if (pt->dims() != ft.dims()) {
+      note("output '" + name + "' is " + ft.describe() + " in ferry but " + pt->describe() + " in the peer");
+      continue;
+    }
+    const Tensor& f = ft;  // both plain: session outputs and .npz contents always are
+    const Tensor& p = *pt;
+    double max_abs = 0, scale = 0;
+    int64_t nan_mismatch = 0;
+    for (int64_t i = 0; i < f.numel(); ++i) {
+      double x = f.as_double(i), y = p.as_double(i);
+      if (std::isnan(x) || std::isnan(y)) {
+        nan_mismatch += std::isnan(x) != std::isnan(y);
+        continue;
+      }
+      if (std::isinf(x) || std::isinf(y)) {
+        if (x != y) nan_mismatch++;
+        continue;
+      }
+      max_abs = std::max(max_abs, std::fabs(x - y));
+      scale = std::max(scale, std::fabs(y));
+    }
+    if (nan_mismatch) note(fmt::format("output '{}' has NaN/Inf on one side only at {} element(s)", name, nan_mismatch));
+    double rel = scale > 0 ? max_abs / scale : max_abs;
+    ++a.outputs_compared;
+    a.max_abs_diff = std::max(a.max_abs_diff, max_abs);
+    if (rel >= a.max_rel_diff) {
+      a.max_rel_diff = rel;
+      a.worst_output = name;
+    }
+  }
+  return a;
+}
+
 Result<BenchReport> run_bench(const BenchOptions& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
@@ -287,7 +335,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   if (!o.peers.empty()) {
     FERRY_ASSIGN_OR_RETURN(tmp.path, make_temp_dir());
   }
-  std::vector<std::pair<int64_t, std::string>> peer_inputs;
+  std::vector<PeerJob::Batch> peer_batches;
+  std::vector<std::string> ferry_outputs;  // .npz of ferry's outputs per batch, for the agreement check
 
   std::vector<std::optional<int64_t>> batches;
   for (int64_t b : o.batches) batches.push_back(b);
@@ -335,9 +384,11 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       arrays.emplace_back(in.name, in.tensor);
     }
     if (!tmp.path.empty()) {
-      std::string npz = (fs::path(tmp.path) / fmt::format("inputs_{}.npz", peer_inputs.size())).string();
+      fs::path dir(tmp.path);
+      size_t i = peer_batches.size();
+      std::string npz = (dir / fmt::format("inputs_{}.npz", i)).string();
       FERRY_RETURN_IF_ERROR(write_npz(npz, arrays));
-      peer_inputs.emplace_back(batch, npz);
+      peer_batches.push_back({batch, npz, (dir / fmt::format("{{}}_outputs_{}.npz", i)).string()});
     }
     say(fmt::format("{}: loaded in {:.2f} s; warming up ...", label, br.load_s));
 
@@ -359,14 +410,34 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     br.stats = compute_stats(br.latencies_ms, batch, br.stats.total_s);
     br.peak_rss_bytes = peak_rss_bytes();
     br.peak_rss_scope = scoped && reset_ok ? "batch" : "process";
+    if (!tmp.path.empty()) {
+      // One more, untimed run whose outputs the peers' are compared with.
+      auto outs = (*session)->run(feeds);
+      if (!outs.ok()) return outs.status().with_context(o.model);
+      std::vector<std::pair<std::string, Tensor>> tensors;
+      for (auto& [name, v] : *outs)
+        if (v.is_tensor()) tensors.emplace_back(name, v.tensor);
+      std::string npz = (fs::path(tmp.path) / fmt::format("ferry_outputs_{}.npz", ferry_outputs.size())).string();
+      FERRY_RETURN_IF_ERROR(write_npz(npz, tensors));
+      ferry_outputs.push_back(npz);
+    }
     say(fmt::format("{}: median {:.3f} ms over {} iterations", label, br.stats.median_ms, br.stats.iterations));
     r.results.push_back(std::move(br));
   }
 
   for (const std::string& name : o.peers) {
-    PeerJob job{name, peer_model, r.threads, o.warmup, o.measure, peer_inputs};
+    PeerJob job{name, peer_model, r.threads, o.warmup, o.measure, peer_batches};
+    for (PeerJob::Batch& b : job.batches) b.outputs = fmt::format(fmt::runtime(b.outputs), name);
     auto pr = run_peer(job, o.progress);
     if (!pr.ok()) return pr.status();
+    for (size_t i = 0; i < job.batches.size() && i < ferry_outputs.size(); ++i) {
+      auto theirs = read_npz(job.batches[i].outputs);
+      auto ours = read_npz(ferry_outputs[i]);
+      if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
+      if (!ours.ok()) return ours.status();
+      FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(job.batches[i].batch, *ours, *theirs));
+      pr->agreement.push_back(std::move(ag));
+    }
     r.peers.push_back(std::move(pr).value());
   }
   return r;

@@ -79,12 +79,28 @@ struct BatchResult {
   std::string peak_rss_scope;  // "batch" (peak reset before the batch) or "process" (since start)
 };
 
+// How far a peer's outputs are from ferry's for one batch (the last iteration's, one extra untimed run on
+// each side): a fast wrong answer should not pass for a fast one.
+struct Agreement {
+  int64_t batch = 0;
+  int64_t outputs_compared = 0;
+  double max_abs_diff = 0;  // over every element of every compared output
+  double max_rel_diff = 0;  // max |ferry - peer| / max |peer| of that output, worst output
+  std::string worst_output;
+  std::string problem;      // a missing output, a shape or dtype mismatch, NaN on one side only
+};
+// Above this relative difference (or with a problem) bench warns that the outputs differ.
+inline constexpr double kDisagreeRel = 1e-3;
+Result<Agreement> compare_outputs(int64_t batch, const std::vector<std::pair<std::string, Tensor>>& ferry,
+                                  const std::vector<std::pair<std::string, Tensor>>& peer);
+
 struct PeerResult {
   std::string name;     // "onnxruntime"
   std::string version;  // "1.32.0"
   std::string model;    // the .onnx file it ran
   std::string settings; // what it was configured with, in words
   std::vector<BatchResult> results;
+  std::vector<Agreement> agreement;  // per batch, filled in by run_bench
 };
 
 struct BenchOptions {
@@ -153,7 +169,12 @@ struct PeerJob {
   std::string model;
   int threads = 0;
   LoopPolicy warmup, measure;
-  std::vector<std::pair<int64_t, std::string>> batch_inputs;  // (batch, .npz path)
+  struct Batch {
+    int64_t batch = 0;
+    std::string inputs;   // .npz ferry wrote
+    std::string outputs;  // .npz the peer writes its outputs to
+  };
+  std::vector<Batch> batches;
 };
 Result<PeerResult> run_peer(const PeerJob& job, const std::function<void(const std::string&)>& progress);
 // The python that runs peers: $FERRY_PYTHON, else <repo>/.venv/bin/python, the repo being the first folder

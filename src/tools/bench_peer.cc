@@ -128,8 +128,8 @@ Result<PeerResult> parse_peer_json(const std::string& text) {
 Result<PeerResult> run_peer(const PeerJob& job, const std::function<void(const std::string&)>& progress) {
   FERRY_ASSIGN_OR_RETURN(std::string script, peer_script(job.name));
   FERRY_ASSIGN_OR_RETURN(std::string python, peer_python());
-  if (job.batch_inputs.empty()) return Status::internal("peer job without inputs");
-  fs::path dir = fs::path(job.batch_inputs.front().second).parent_path();
+  if (job.batches.empty()) return Status::internal("peer job without inputs");
+  fs::path dir = fs::path(job.batches.front().inputs).parent_path();
   std::string job_path = (dir / (job.name + "_job.json")).string();
   std::string result_path = (dir / (job.name + "_result.json")).string();
   std::string stderr_path = (dir / (job.name + "_stderr.txt")).string();
@@ -140,7 +140,8 @@ Result<PeerResult> run_peer(const PeerJob& job, const std::function<void(const s
                        {"measure", policy_to_json(job.measure)},
                        {"result", result_path}};
   jj["batches"] = nlohmann::json::array();
-  for (const auto& [b, npz] : job.batch_inputs) jj["batches"].push_back({{"batch", b}, {"inputs", npz}});
+  for (const PeerJob::Batch& b : job.batches)
+    jj["batches"].push_back({{"batch", b.batch}, {"inputs", b.inputs}, {"outputs", b.outputs}});
   {
     std::ofstream f(job_path);
     f << jj.dump(2) << "\n";

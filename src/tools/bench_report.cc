@@ -21,6 +21,12 @@ std::string describe(const LoopPolicy& p) {
   return out;
 }
 
+const Agreement* agreement_for(const PeerResult& p, int64_t batch) {
+  for (const Agreement& a : p.agreement)
+    if (a.batch == batch) return &a;
+  return nullptr;
+}
+
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 std::string table(const std::vector<BatchResult>& rows) {
@@ -86,11 +92,21 @@ std::string format_bench_report(const BenchReport& r) {
     out += table(p.results);
     out += warnings(p.name, p.results);
     out += fmt::format("ferry/{} (latency below 1x and throughput above 1x: ferry is faster):\n", p.name);
-    out += fmt::format("  {:>5} {:>14} {:>11} {:>11} {:>12}\n", "batch", "median latency", "p90 latency", "throughput",
-                       "peak memory");
-    for (const Ratios& q : compute_ratios(r.results, p.results))
-      out += fmt::format("  {:>5} {:>13.3f}x {:>10.3f}x {:>10.3f}x {:>11.3f}x\n", q.batch, q.median_latency,
-                         q.p90_latency, q.throughput, q.peak_memory);
+    out += fmt::format("  {:>5} {:>14} {:>11} {:>11} {:>12}   {}\n", "batch", "median latency", "p90 latency",
+                       "throughput", "peak memory", "outputs: max |ferry - peer| (relative to max |peer|)");
+    std::string disagree;
+    for (const Ratios& q : compute_ratios(r.results, p.results)) {
+      const Agreement* ag = agreement_for(p, q.batch);
+      std::string diff = ag ? fmt::format("{:.3g} ({:.2g})", ag->max_abs_diff, ag->max_rel_diff) : "-";
+      out += fmt::format("  {:>5} {:>13.3f}x {:>10.3f}x {:>10.3f}x {:>11.3f}x   {}\n", q.batch, q.median_latency,
+                         q.p90_latency, q.throughput, q.peak_memory, diff);
+      if (ag && (!ag->problem.empty() || ag->max_rel_diff > kDisagreeRel))
+        disagree += fmt::format("warning: batch {}: ferry's and {}'s outputs differ: {}\n", q.batch, p.name,
+                                ag->problem.empty() ? fmt::format("max |diff| {:.3g} in '{}', {:.2g} of its largest value",
+                                                                  ag->max_abs_diff, ag->worst_output, ag->max_rel_diff)
+                                                    : ag->problem);
+    }
+    out += disagree;
   }
   return out;
 }
@@ -109,6 +125,7 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["measure_policy"] = policy_to_json(r.measure);
   j["order"] = "ferry runs every batch first; then each peer, in a child process, runs every batch";
   j["unstable_cv"] = kUnstableCv;
+  j["disagree_rel"] = kDisagreeRel;
   j["results"] = nlohmann::json::array();
   for (const BatchResult& b : r.results) j["results"].push_back(batch_json(b));
   j["peers"] = nlohmann::json::array();
@@ -123,6 +140,15 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
                               {"p90_latency", q.p90_latency},
                               {"throughput", q.throughput},
                               {"peak_memory", q.peak_memory}});
+    pj["agreement"] = nlohmann::json::array();
+    for (const Agreement& a : p.agreement)
+      pj["agreement"].push_back({{"batch", a.batch},
+                                 {"outputs_compared", a.outputs_compared},
+                                 {"max_abs_diff", a.max_abs_diff},
+                                 {"max_rel_diff", a.max_rel_diff},
+                                 {"worst_output", a.worst_output},
+                                 {"problem", a.problem},
+                                 {"agrees", a.problem.empty() && a.max_rel_diff <= kDisagreeRel}});
     j["peers"].push_back(pj);
   }
   return j;

@@ -7,6 +7,7 @@ usage: test_bench.py PATH/TO/ferry
 """
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -152,9 +153,27 @@ if peers:
               abs(q["median_latency"] - f["latency_ms"]["median"] / r["latency_ms"]["median"]) < 1e-9 * q["median_latency"])
         check("bench --peer b=%d: every ratio positive" % q["batch"],
               all(q[k] > 0 for k in ("median_latency", "p90_latency", "throughput", "peak_memory")), q)
+    ag = p.get("agreement", [])
+    check("bench --peer: outputs compared per batch",
+          [a["batch"] for a in ag] == [1, 2] and all(a["outputs_compared"] == 1 for a in ag), ag)
+    check("bench --peer: ferry and onnxruntime agree", all(a["agrees"] and a["max_rel_diff"] < 1e-5 for a in ag), ag)
+    check("bench --peer: no disagreement warning", "outputs differ" not in out, out)
     # A ratio line per batch in the text.
     lines = out.split("ferry/onnxruntime")[-1].splitlines()
-    check("bench --peer: ratio rows", sum(1 for l in lines if l.strip().endswith("x") and l.count("x") >= 4) == 2, out)
+    rows = [l for l in lines if re.match(r"^\s+\d+(\s+[\d.]+x){4}\s+[\d.e+-]+ \(", l)]
+    check("bench --peer: a ratio row per batch", len(rows) == 2, out)
+
+# A model that computes something else for the peer (--peer-model): the outputs differ and bench says so.
+other = save(model([helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["y"])],
+                   [vi("x", F, ["batch", 16])], [vi("y", F, ["batch", 8])], [w, b]), os.path.join(tmp, "other.onnx"))
+js = os.path.join(tmp, "other.json")
+rc, out, err = u.ferry("bench", dyn, "--peer-model", other, "--peer", "onnxruntime", "--iterations", "2", "--json", js,
+                       timeout=300)
+j = json.load(open(js)) if rc == 0 else {}
+ag = (j.get("peers") or [{}])[0].get("agreement", [{}])
+check("bench --peer-model: runs the other model", rc == 0 and j["peers"][0]["model"] == other, err + out)
+check("bench: disagreeing outputs are flagged", rc == 0 and not ag[0].get("agrees", True) and
+      "warning: batch 1: ferry's and onnxruntime's outputs differ" in out and "in 'y'" in out, out)
 
 # OpenVINO, the optional second peer: only where the venv has it (bench/run.sh tries to install it).
 venv_py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".venv", "bin",

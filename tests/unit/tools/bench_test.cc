@@ -135,6 +135,30 @@ TEST(Bench, RatiosMatchBatches) {
   EXPECT_DOUBLE_EQ(r[0].peak_memory, 0.5);
 }
 
+TEST(Bench, CompareOutputs) {
+  std::vector<std::pair<std::string, Tensor>> ours = {{"y", Tensor::from_vector<float>({1, -4, 2})},
+                                                       {"z", Tensor::from_vector<float>({0})}};
+  std::vector<std::pair<std::string, Tensor>> theirs = {{"z", Tensor::from_vector<float>({0})},
+                                                         {"y", Tensor::from_vector<float>({1, -4.5, 2})}};
+  auto a = compare_outputs(8, ours, theirs);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->batch, 8);
+  EXPECT_EQ(a->outputs_compared, 2);
+  EXPECT_DOUBLE_EQ(a->max_abs_diff, 0.5);
+  EXPECT_DOUBLE_EQ(a->max_rel_diff, 0.5 / 4.5);
+  EXPECT_EQ(a->worst_output, "y");
+  EXPECT_TRUE(a->problem.empty());
+  auto missing = compare_outputs(1, ours, {theirs[1]});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_NE(missing->problem.find("no output 'z'"), std::string::npos);
+  auto shape = compare_outputs(1, {{"y", Tensor::from_vector<float>({1, 2})}}, theirs);
+  ASSERT_TRUE(shape.ok());
+  EXPECT_NE(shape->problem.find("'y'"), std::string::npos);
+  auto nan = compare_outputs(1, {{"y", Tensor::from_vector<float>({NAN, -4.5, 2})}}, {theirs[1]});
+  ASSERT_TRUE(nan.ok());
+  EXPECT_NE(nan->problem.find("NaN"), std::string::npos);
+}
+
 TEST(Bench, ParsePeerJson) {
   auto p = parse_peer_json(R"({"name": "onnxruntime", "version": "1.2", "results": [
       {"batch": 2, "latencies_ms": [3, 1, 2], "total_s": 0.01, "peak_rss_bytes": 1048576,
