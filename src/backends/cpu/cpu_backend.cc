@@ -6,6 +6,7 @@ namespace ferry::backends::cpu {
 
 // Kernel files: each adds its entries to the table. Add one line per new file.
 // (declarations of register_* functions go here)
+void register_conv(KernelTable& t);
 
 namespace {
 
@@ -13,6 +14,7 @@ const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable t;
     // (register_* calls go here)
+    register_conv(t);
     return t;
   }();
   return t;
