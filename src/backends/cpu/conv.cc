@@ -4,7 +4,8 @@
 // The primitive is created with format `any` for source, weights and destination, so oneDNN picks its
 // fast blocked layouts (nChw16c on AVX-512); constant weights are reordered into the picked layout once.
 // The output stays blocked when every consumer is a layout-aware cpu kernel, which is what keeps
-// reorders out of a CNN's conv -> conv -> pool chain; otherwise it is written plain.
+// reorders out of a CNN's conv -> conv -> pool chain; otherwise it is reordered to plain after the
+// primitive ran (a plain destination would make oneDNN pick its much slower gemm convolution).
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -113,6 +114,11 @@ class ConvKernel : public Kernel {
       p->prim.execute(stream(), args);
       stream().wait();
     }
+    if (!blocked_out_ && !dst.is_plain()) {
+      // Writing plain directly would make oneDNN fall back to its slow gemm convolution; one reorder
+      // of the result is far cheaper.
+      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
+    }
     ctx.set_output(0, std::move(dst));
     return Status();
   }
@@ -163,7 +169,6 @@ class ConvKernel : public Kernel {
     const std::vector<int64_t> wd = weight_dims(w);
     md src_any(to_dims(xd), dt::f32, tag::any), w_any(to_dims(wd), dt::f32, tag::any);
     md dst_any(to_dims(plan->out_dims), dt::f32, tag::any);
-    md dst_want = blocked_out_ ? dst_any : plain_desc(DType::kFloat32, plan->out_dims);
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;
     dnnl::post_ops po;
@@ -171,7 +176,7 @@ class ConvKernel : public Kernel {
     attr.set_post_ops(po);
     try {
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                        src_any, w_any, bias_md, dst_want, to_dims(g.strides), dil,
+                                        src_any, w_any, bias_md, dst_any, to_dims(g.strides), dil,
                                         to_dims(g.pad_begin), to_dims(g.pad_end));
       plan->pd = dnnl::convolution_forward::primitive_desc(d, attr, engine());
       plan->prim = dnnl::convolution_forward(plan->pd);

@@ -7,6 +7,10 @@ namespace ferry::backends::cpu {
 // Kernel files: each adds its entries to the table. Add one line per new file.
 // (declarations of register_* functions go here)
 void register_conv(KernelTable& t);
+void register_pool(KernelTable& t);
+void register_batch_norm(KernelTable& t);
+void register_eltwise(KernelTable& t);
+void register_binary(KernelTable& t);
 
 namespace {
 
@@ -15,6 +19,10 @@ const KernelTable& table() {
     KernelTable t;
     // (register_* calls go here)
     register_conv(t);
+    register_pool(t);
+    register_batch_norm(t);
+    register_eltwise(t);
+    register_binary(t);
     return t;
   }();
   return t;

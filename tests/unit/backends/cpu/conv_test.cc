@@ -19,6 +19,8 @@ struct ConvCase {
   bool dynamic_batch = false;
 };
 
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
+
 class CpuConvCases : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(CpuConvCases, MatchesReference) {
@@ -81,6 +83,10 @@ struct PostOpCase {
   std::vector<std::string> ops;
   std::vector<float> alpha, beta;
 };
+
+void PrintTo(const PostOpCase& c, std::ostream* os) {
+  for (const auto& o : c.ops) *os << o << " ";
+}
 
 class CpuFusedConvPostOps : public ::testing::TestWithParam<PostOpCase> {};
 
