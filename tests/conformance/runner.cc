@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "frontend/onnx/import.h"
+#include "backends/backend.h"
+#include "passes/pipeline.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -92,11 +94,29 @@ std::vector<std::string> sorted_entries(const fs::path& dir, const std::string& 
   return out;
 }
 
+// Which backend runs the tests and how the graph is optimized first (--backend, --opt-level).
+struct RunConfig {
+  std::string backend = "reference";
+  int opt_level = 0;
+};
+RunConfig g_config;
+
+Result<std::unique_ptr<runtime::Session>> open_session(const fs::path& model_path) {
+  runtime::SessionOptions opts;
+  opts.backend = g_config.backend;
+  if (g_config.opt_level <= 0) return runtime::Session::load(model_path.string(), opts);
+  FERRY_ASSIGN_OR_RETURN(auto model, frontend::load_onnx(model_path.string()));
+  passes::OptimizeOptions po;
+  po.opt_level = g_config.opt_level;
+  FERRY_RETURN_IF_ERROR(passes::optimize(*model, po));
+  return runtime::Session::from_model(std::move(model), opts);
+}
+
 // Runs one test; returns "" on pass, else the reason.
 std::string run_test(const fs::path& dir) {
   Tol tol;
   if (std::ifstream tf(dir / "tolerance.txt"); tf) tf >> tol.rtol >> tol.atol;
-  auto session = runtime::Session::load((dir / "model.onnx").string());
+  auto session = open_session(dir / "model.onnx");
   if (!session.ok()) return session.status().to_string();
   const ir::Graph& g = (*session)->graph();
   auto sets = sorted_entries(dir, "test_data_set_");
@@ -193,7 +213,7 @@ std::string short_reason(std::string r) {
 
 int usage() {
   std::cerr << "usage: ferry_conformance --data DIR [--manifest FILE] [--filter REGEX] [--write-manifest FILE]\n"
-               "                         [--timeout S] [--verbose]\n";
+               "                         [--timeout S] [--verbose] [--backend reference|cpu] [--opt-level 0-3]\n";
   return 2;
 }
 
@@ -212,10 +232,20 @@ int main(int argc, char** argv) {
     else if (a == "--write-manifest") write_path = next();
     else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
     else if (a == "--verbose" || a == "-v") verbose = true;
+    else if (a == "--backend") g_config.backend = next();
+    else if (a == "--opt-level") g_config.opt_level = std::atoi(next().c_str());
     else return usage();
   }
   if (data.empty() || !fs::is_directory(data)) {
     std::cerr << "error: --data DIR must name the folder of ONNX node tests (see generate_node_tests.py)\n";
+    return 2;
+  }
+  if (auto b = backends::make_backend(g_config.backend); !b.ok()) {
+    std::cerr << "error: " << b.status().to_string() << "\n";
+    return 2;
+  }
+  if (g_config.opt_level < 0 || g_config.opt_level > 3) {
+    std::cerr << "error: --opt-level must be 0 to 3\n";
     return 2;
   }
   auto manifest = manifest_path.empty() ? std::map<std::string, ManifestEntry>() : read_manifest(manifest_path);

@@ -87,7 +87,7 @@ std::vector<OpCase> pool_cases() {
 std::vector<OpCase> eltwise_cases() {
   using V = ir::Value*;
   std::vector<OpCase> v;
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Abs", "Exp", "Softplus", "Mish", "Neg"})
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Abs", "Exp", "Mish", "Neg"})
     v.push_back({op, {2, 13, 4, 5}, [op](GraphBuilder& b, V x) { return one(b, op, x); }});
   v.push_back({"LeakyRelu", {2, 13, 4, 5}, [](GraphBuilder& b, V x) { return one(b, "LeakyRelu", x, {{"alpha", float_attr(0.2f)}}); }});
   v.push_back({"Elu", {2, 13, 4, 5}, [](GraphBuilder& b, V x) { return one(b, "Elu", x, {{"alpha", float_attr(0.5f)}}); }});
@@ -98,7 +98,6 @@ std::vector<OpCase> eltwise_cases() {
                }});
   v.push_back({"ClipMaxOnly", {2, 13, 4, 5}, [](GraphBuilder& b, V x) { return b.node("Clip", {x, nullptr, b.constant(Tensor::scalar(0.3f))}); }});
   v.push_back({"SqrtOfAbs", {2, 13, 4, 5}, [](GraphBuilder& b, V x) { return one(b, "Sqrt", one(b, "Abs", x)); }});
-  v.push_back({"LogOfExp", {2, 13, 4, 5}, [](GraphBuilder& b, V x) { return one(b, "Log", one(b, "Exp", x)); }});
   return v;
 }
 
