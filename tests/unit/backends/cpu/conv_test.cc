@@ -281,3 +281,56 @@ TEST(CpuConv, BadWeightsFailAtPrepare) {
 
 }  // namespace
 }  // namespace ferry::backends::cpu::testing
+
+namespace ferry::backends::cpu::testing {
+namespace {
+
+struct DeconvCase {
+  std::string name;
+  std::vector<int64_t> x, w;
+  Attrs attrs;
+  bool bias = true;
+  bool weights_as_input = false;
+};
+void PrintTo(const DeconvCase& c, std::ostream* os) { *os << c.name; }
+
+class CpuConvTransposeCases : public ::testing::TestWithParam<DeconvCase> {};
+
+TEST_P(CpuConvTransposeCases, MatchesReference) {
+  const DeconvCase& c = GetParam();
+  GraphBuilder b;
+  ir::Value* x = b.input("x", c.x);
+  Tensor wt = random_tensor(c.w, 2);
+  ir::Value* w = c.weights_as_input ? b.input("w", c.w) : b.constant(wt);
+  std::vector<ir::Value*> ins{x, w};
+  const int64_t m = c.w[1] * (c.attrs.count("group") ? c.attrs.at("group").i : 1);
+  if (c.bias) ins.push_back(b.constant(random_tensor({m}, 3)));
+  b.output(b.node("ConvTranspose", ins, c.attrs));
+  ir::Graph& g = b.finish();
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE((*backend)->supports(*g.nodes[0]));
+  std::vector<Tensor> inputs{random_tensor(c.x, 1)};
+  if (c.weights_as_input) inputs.push_back(wt);
+  auto cpu = run_graph(g, "cpu", inputs);
+  auto ref = run_graph(g, "reference", inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  expect_close((*cpu)[0], (*ref)[0], 1e-4f, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ConvTranspose, CpuConvTransposeCases,
+    ::testing::Values(
+        DeconvCase{"stride2_pad1_outpad1", {1, 16, 5, 5}, {16, 8, 3, 3}, {{"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}, {"output_padding", ints_attr({1, 1})}}},
+        DeconvCase{"plain", {2, 5, 4, 6}, {5, 7, 3, 2}, {}},
+        DeconvCase{"outpad_without_pads", {1, 4, 3, 3}, {4, 4, 3, 3}, {{"strides", ints_attr({2, 2})}, {"output_padding", ints_attr({1, 1})}}},
+        DeconvCase{"groups", {1, 8, 5, 5}, {8, 3, 3, 3}, {{"group", int_attr(2)}, {"strides", ints_attr({2, 1})}}},
+        DeconvCase{"dilation_no_bias", {1, 4, 6, 6}, {4, 4, 3, 3}, {{"dilations", ints_attr({2, 2})}}, false},
+        DeconvCase{"output_shape", {1, 3, 4, 4}, {3, 2, 3, 3}, {{"strides", ints_attr({3, 2})}, {"output_shape", ints_attr({12, 9})}}},
+        DeconvCase{"same_upper", {1, 3, 4, 4}, {3, 2, 3, 3}, {{"strides", ints_attr({2, 2})}, {"auto_pad", string_attr("SAME_UPPER")}}},
+        DeconvCase{"conv1d", {2, 6, 9}, {6, 4, 4}, {{"strides", ints_attr({2})}, {"pads", ints_attr({1, 1})}}},
+        DeconvCase{"weights_input", {1, 4, 5, 5}, {4, 6, 2, 2}, {{"strides", ints_attr({2, 2})}}, true, true}),
+    [](const ::testing::TestParamInfo<DeconvCase>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace ferry::backends::cpu::testing
