@@ -1,7 +1,10 @@
 // Removes nodes that pass their input through unchanged: Identity, Dropout in inference, Cast to the
 // same type, and Reshape/Flatten/Squeeze/Unsqueeze/Expand/Slice/Pad/Transpose/Mul 1/Add 0/... when
 // attributes and shapes prove the output equals the input. A node whose output is a graph output is
-// only removed when its producer-side value can take over the output's name.
+// only removed when its producer-side value can take over the output's name. The removed node's
+// provenance moves to the producer of its input.
+#include <algorithm>
+
 #include "passes/passes.h"
 
 namespace ferry::passes {
@@ -81,6 +84,13 @@ Result<int> eliminate_identity(ir::Graph& g, const PassContext&) {
       ir::Value* in = passthrough(*node, uses);
       if (!in || in == node->outputs[0]) continue;
       if (!replace_value(g, node->outputs[0], in)) continue;
+      // The producer of the passed-through value now also stands for the removed node (provenance is
+      // kept, after the producer's own names, which is topological order).
+      if (in->producer && in->graph == &g)
+        for (const auto& p : node->provenance)
+          if (std::find(in->producer->provenance.begin(), in->producer->provenance.end(), p) ==
+              in->producer->provenance.end())
+            in->producer->provenance.push_back(p);
       remove_node(g, node.get());
       ++changes;
       again = true;

@@ -99,12 +99,13 @@ int prune_values(ir::Graph& g) {
   }
   for (const ir::Value* v : g.outputs) used.insert(v);
   for (const ir::Value* v : g.inputs) used.insert(v);
-  const size_t before = g.values.size();
+  int constants = 0;
+  for (const auto& v : g.values) constants += !used.count(v.get()) && v->is_constant();
   // Values of nested subgraphs may reference ours only through node inputs, collected above.
   g.values.erase(std::remove_if(g.values.begin(), g.values.end(), [&](const auto& v) { return !used.count(v.get()); }),
                  g.values.end());
   g.reindex();
-  return static_cast<int>(before - g.values.size());
+  return constants;
 }
 
 ir::Node* replace_with(ir::Graph& g, const std::vector<ir::Node*>& covered, const std::string& op_type,

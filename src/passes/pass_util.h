@@ -48,7 +48,8 @@ bool replace_value(ir::Graph& g, ir::Value* from, ir::Value* to);
 void remove_node(ir::Graph& g, ir::Node* n);
 void remove_nodes(ir::Graph& g, const std::set<ir::Node*>& dead);
 
-// Drops values no node, subgraph or graph output uses and that are not graph inputs (dead constants).
+// Drops values no node, subgraph or graph output uses and that are not graph inputs; returns how many
+// of them were constants.
 int prune_values(ir::Graph& g);
 
 // Replaces the covered nodes by a new node placed where the last covered node was. The new node takes

@@ -16,6 +16,9 @@ Result<int> eliminate_identity(ir::Graph& g, const PassContext& ctx);
 Result<int> fold_constants(ir::Graph& g, const PassContext& ctx);
 Result<int> simplify_transpose_reshape(ir::Graph& g, const PassContext& ctx);
 
+// The pass of that name (as pipeline.cc lists it), or null.
+PassFn pass_by_name(const std::string& name);
+
 // Fusions and recognitions (level 2 and up).
 Result<int> fold_batch_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_gelu(ir::Graph& g, const PassContext& ctx);

@@ -50,6 +50,16 @@ std::vector<PassEntry> passes_for(int level) {
   return out;
 }
 
+}  // namespace
+
+PassFn pass_by_name(const std::string& name) {
+  for (const auto* list : {&cleanup_passes(), &fusion_passes()})
+    for (const PassEntry& p : *list)
+      if (name == p.name) return p.fn;
+  return nullptr;
+}
+
+namespace {
 void add_report(std::vector<PassReport>* report, const std::string& pass, int changes) {
   if (!report) return;
   for (auto& r : *report)
