@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include <fmt/format.h>
+#include <cstdio>
 
 namespace ferry::runtime {
 
@@ -26,11 +26,19 @@ struct Group {
   size_t offset = 0;
 };
 
+// (The runtime module does not link fmt; snprintf is enough for a table.)
 std::string human_bytes(size_t b) {
-  if (b >= (size_t{1} << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1 << 30));
-  if (b >= (size_t{1} << 20)) return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1 << 20));
-  if (b >= (size_t{1} << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(b) / (1 << 10));
-  return fmt::format("{} B", b);
+  char buf[32];
+  if (b >= (size_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= (size_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%zu B", b);
+  return buf;
+}
+
+std::string pad(std::string s, size_t w, bool left) {
+  if (s.size() >= w) return s;
+  return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
 }
 
 }  // namespace
@@ -130,18 +138,22 @@ Result<MemoryPlan> plan_memory(const std::vector<BufferRequest>& reqs, size_t al
 std::string format_plan(const std::vector<BufferRequest>& reqs, const MemoryPlan& plan) {
   size_t w = 5;
   for (const auto& r : reqs) w = std::max(w, std::min<size_t>(r.name.size(), 60));
-  std::string o = fmt::format("  {:<{}}  {:>12}  {:>12}  {:>11}\n", "value", w, "bytes", "offset", "nodes");
+  std::string o = "  " + pad("value", w, true) + "  " + pad("bytes", 12, false) + "  " + pad("offset", 12, false) +
+                  "  " + pad("nodes", 11, false) + "\n";
   for (size_t i = 0; i < reqs.size() && i < plan.offsets.size(); ++i) {
     const BufferRequest& r = reqs[i];
-    std::string life = fmt::format("{}..{}", r.first_use, r.last_use);
-    o += fmt::format("  {:<{}}  {:>12}  {:>12}  {:>11}", r.name, w, r.bytes, plan.offsets[i], life);
+    std::string life = std::to_string(r.first_use) + ".." + std::to_string(r.last_use);
+    o += "  " + pad(r.name, w, true) + "  " + pad(std::to_string(r.bytes), 12, false) + "  " +
+         pad(std::to_string(plan.offsets[i]), 12, false) + "  " + pad(life, 11, false);
     if (plan.inplace_of[i] >= 0) o += "  in place of " + reqs[plan.inplace_of[i]].name;
     o += "\n";
   }
   double saved = plan.naive_bytes ? 100.0 * (1.0 - static_cast<double>(plan.arena_bytes) / plan.naive_bytes) : 0;
-  o += fmt::format("arena: {} ({} bytes) for {} buffer{}; one buffer each would take {} ({:.1f}% saved)\n",
-                   human_bytes(plan.arena_bytes), plan.arena_bytes, reqs.size(), reqs.size() == 1 ? "" : "s",
-                   human_bytes(plan.naive_bytes), saved);
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.1f", saved);
+  o += "arena: " + human_bytes(plan.arena_bytes) + " (" + std::to_string(plan.arena_bytes) + " bytes) for " +
+       std::to_string(reqs.size()) + " buffer" + (reqs.size() == 1 ? "" : "s") + "; one buffer each would take " +
+       human_bytes(plan.naive_bytes) + " (" + pct + "% saved)\n";
   return o;
 }
 

@@ -135,6 +135,7 @@ std::vector<InputInfo> Session::outputs() const {
 }
 
 Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map<std::string, RtValue>& feeds) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
   const ir::Graph& g = graph();
   Scope scope;
   std::map<std::string, int64_t> symbols;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,9 @@ class Session {
   std::vector<InputInfo> inputs() const;
   std::vector<InputInfo> outputs() const;
 
-  // Runs the model. Inputs are checked against the declared dtypes and static dims (errors name the
+  // Runs the model. One run at a time per Session: the session's memory arena is reused by every run,
+  // so concurrent calls are serialized (use one Session per thread to run in parallel).
+  // Inputs are checked against the declared dtypes and static dims (errors name the
   // input); missing or unknown inputs are errors. Returns outputs by graph output name, in order.
   Result<std::vector<std::pair<std::string, RtValue>>> run(const std::map<std::string, RtValue>& inputs);
   // Tensor-only convenience.
@@ -66,6 +69,8 @@ class Session {
   const SessionOptions& options() const { return opts_; }
   // What each optimization pass did at load (empty at opt_level 0).
   const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
+  // The prepared executor: kernels per node and the memory plan (for `inspect --plan`).
+  const Executor& executor() const { return *executor_; }
 
  private:
   Session() = default;
@@ -74,6 +79,7 @@ class Session {
   SessionOptions opts_;
   std::vector<passes::PassReport> pass_reports_;
   NodeHook hook_;
+  std::mutex run_mutex_;
 };
 
 }  // namespace ferry::runtime
