@@ -21,6 +21,16 @@ struct EltwiseOp {
   float alpha = 0, beta = 0;
 };
 
+// A scalar float known at load time: an initializer or the output of a Constant node (exports often
+// carry Clip's bounds that way before constant folding).
+const Tensor* constant_scalar(const ir::Value* v) {
+  const Tensor* t = nullptr;
+  if (v->is_constant()) t = &v->initializer;
+  else if (v->producer && v->producer->op_type == "Constant" && v->producer->domain.empty()) t = v->producer->attr_tensor("value");
+  if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32 || !t->is_plain()) return nullptr;
+  return t;
+}
+
 // Clip's bounds: attributes before opset 11, constant inputs 1 and 2 after (absent = unbounded).
 std::optional<EltwiseOp> clip_op(const ir::Node& n) {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
@@ -30,9 +40,9 @@ std::optional<EltwiseOp> clip_op(const ir::Node& n) {
   } else {
     for (int i : {1, 2}) {
       if (!n.has_input(i)) continue;
-      const ir::Value* v = n.inputs[i];
-      if (!v->is_constant() || v->initializer.numel() != 1 || v->initializer.dtype() != DType::kFloat32) return std::nullopt;
-      (i == 1 ? lo : hi) = v->initializer.data<float>()[0];
+      const Tensor* t = constant_scalar(n.inputs[i]);
+      if (!t) return std::nullopt;
+      (i == 1 ? lo : hi) = t->data<float>()[0];
     }
   }
   return EltwiseOp{alg::eltwise_clip, lo, hi};

@@ -61,6 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"kernel_shape_attr", {1, 4, 5, 5}, {4, 4, 3, 3}, {{"kernel_shape", ints_attr({3, 3})}}},
         ConvCase{"batch3", {3, 16, 8, 8}, {24, 16, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"dynamic_batch", {2, 8, 6, 6}, {8, 8, 3, 3}, {}, true, true},
+        // Winograd-eligible shapes (3x3, stride 1, >= 32 channels), batch 1 and batch 4.
+        ConvCase{"winograd_b1", {1, 64, 24, 24}, {64, 64, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
+        ConvCase{"winograd_b4_odd", {4, 48, 9, 11}, {40, 48, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
+        ConvCase{"winograd_nopad", {2, 32, 12, 12}, {32, 32, 3, 3}, {}},
         ConvCase{"conv1d", {2, 5, 20}, {7, 5, 3}, {{"pads", ints_attr({1, 2})}, {"strides", ints_attr({2})}}},
         ConvCase{"conv3d", {1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1, 1, 1})}}}),
     [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
@@ -92,8 +96,10 @@ class CpuFusedConvPostOps : public ::testing::TestWithParam<PostOpCase> {};
 
 TEST_P(CpuFusedConvPostOps, MatchesUnfusedReference) {
   const PostOpCase& c = GetParam();
-  const std::vector<int64_t> xd{2, 13, 9, 9}, wd{20, 13, 3, 3}, yd{2, 20, 9, 9};
-  Tensor w = random_tensor(wd, 4), bias = random_tensor({20}, 5);
+  const bool big = GetParam().ops.size() > 1 || GetParam().ops[0] == "sum";  // also covers Winograd-eligible shapes
+  const int64_t n = big ? 4 : 2;
+  const std::vector<int64_t> xd{n, big ? 48 : 13, 9, 9}, wd{big ? 64 : 20, big ? 48 : 13, 3, 3}, yd{n, big ? 64 : 20, 9, 9};
+  Tensor w = random_tensor(wd, 4), bias = random_tensor({wd[0]}, 5);
   Attrs conv_attrs{{"pads", ints_attr({1, 1, 1, 1})}};
   bool has_sum = false;
   for (const auto& o : c.ops) has_sum = has_sum || o == "sum";
@@ -139,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PostOpCase{{"Mul"}, {-1.5f}, {0}}, PostOpCase{{"Add"}, {0.25f}, {0}},
                       PostOpCase{{"sum"}, {0}, {0}}, PostOpCase{{"sum", "Relu"}, {0, 0}, {0, 0}},
                       PostOpCase{{"Relu", "sum"}, {0, 0}, {0, 0}},
-                      PostOpCase{{"Clip", "sum", "Silu"}, {-0.5f, 0, 0}, {0.5f, 0, 0}}),
+                      PostOpCase{{"Clip", "sum", "Silu"}, {-0.5f, 0, 0}, {0.5f, 0, 0}},
+                      PostOpCase{{"Relu", "Relu"}, {0, 0}, {0, 0}}, PostOpCase{{"sum", "Clip"}, {0, 0.f}, {0, 6.f}}),
     [](const ::testing::TestParamInfo<PostOpCase>& i) {
       std::string s;
       for (const auto& o : i.param.ops) s += (s.empty() ? "" : "_") + o;
