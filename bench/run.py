@@ -267,6 +267,16 @@ def main():
     if not ov_ok:
         meta["openvino_note"] = ov_note
     runs, rows = [], []
+    os.makedirs(a.out, exist_ok=True)
+    stem = os.path.join(a.out, now.strftime("%Y-%m-%d-%H%M"))
+
+    def write():
+        # After every run, so an interrupted harness keeps what it measured.
+        with open(stem + ".json", "w") as f:
+            json.dump({"schema": "ferry.bench-harness/1", "meta": meta, "table": rows, "runs": runs}, f, indent=1)
+        with open(stem + ".md", "w") as f:
+            f.write(markdown(rows, meta))
+
     for m in models:
         path = os.path.join(cache_root(), m, "model.onnx")
         with open(os.path.join(cache_root(), m, "info.json")) as f:
@@ -289,17 +299,12 @@ def main():
                 log("%s batch %d: ferry %.2f ms, ONNX Runtime %s ms, ratio %s (%.0f s)" % (
                     m, b, r["ferry_median_ms"], "%.2f" % r["ort_median_ms"] if "ort_median_ms" in r else "?",
                     "%.3f" % r["ratio"] if "ratio" in r else "?", run["wall_s"]))
+            write()
 
-    os.makedirs(a.out, exist_ok=True)
-    stem = now.strftime("%Y-%m-%d-%H%M")
-    md = markdown(rows, meta)
-    with open(os.path.join(a.out, stem + ".json"), "w") as f:
-        json.dump({"schema": "ferry.bench-harness/1", "meta": meta, "table": rows, "runs": runs}, f, indent=1)
-    with open(os.path.join(a.out, stem + ".md"), "w") as f:
-        f.write(md)
+    write()
     print()
-    print(md)
-    log("wrote %s.json and %s.md" % (os.path.join(a.out, stem), os.path.join(a.out, stem)))
+    print(markdown(rows, meta))
+    log("wrote %s.json and %s.md" % (stem, stem))
     return 1 if any("error" in r for r in rows) else 0
 
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/session_flags.h"
 #include "tools/bench.h"
 #include "tools/run_inputs.h"
 
@@ -22,7 +23,7 @@ namespace {
 struct BenchArgs {
   std::string model;
   std::vector<int64_t> batches;
-  int threads = 0;
+  SessionFlags session;
   int64_t warmup = -1;
   double warmup_ms = -1;
   int64_t iterations = -1;
@@ -30,8 +31,6 @@ struct BenchArgs {
   std::string json;
   std::vector<std::string> peers;
   std::string peer_model;
-  std::string backend = "cpu";
-  int opt_level = 2;
   std::vector<std::string> inputs;
   std::string inputs_path;
   std::vector<std::string> shapes;
@@ -43,9 +42,9 @@ int run_bench_command(const BenchArgs& a) {
   tools::BenchOptions o;
   o.model = a.model;
   o.batches = a.batches;
-  o.threads = a.threads;
-  o.backend = a.backend;
-  o.opt_level = a.opt_level;
+  o.threads = a.session.threads;
+  o.backend = a.session.backend;
+  o.opt_level = a.session.opt_level;
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.inputs.seed = a.seed;
@@ -101,8 +100,8 @@ CommandFn add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
       ->type_name("B1,B2,...");
-  cmd->add_option("--threads", args->threads, "threads for ferry and the peers (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+  // --backend, --opt-level, --threads as run and inspect have them; the peers get the same thread count.
+  add_session_flags(cmd, args->session);
   auto* warm = cmd->add_option("--warmup", args->warmup,
                                "warmup iterations (default: 3 iterations and 200 ms, at most 1 s after the first)")
                    ->check(CLI::NonNegativeNumber)
@@ -127,10 +126,6 @@ CommandFn add_bench_command(CLI::App& app) {
       ->type_name("onnxruntime|openvino");
   cmd->add_option("--peer-model", args->peer_model, "the .onnx file the peers run (needed for a .ferry MODEL)")
       ->type_name("FILE.onnx");
-  cmd->add_option("--backend", args->backend, "ferry backend (default cpu; reference is the slow oracle)")
-      ->check(CLI::IsMember({"cpu", "reference"}));
-  cmd->add_option("--opt-level", args->opt_level, "graph optimization level 0..3 (default 2)")
-      ->check(CLI::Range(0, 3));
   cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")
       ->type_name("NAME=FILE.npy");
   cmd->add_option("--inputs", args->inputs_path, "feed every input from DIR/<name>.npy or an .npz archive")

@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/npy.h"
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
@@ -29,24 +28,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// SessionOptions gains `opt_level` and `threads` in the runtime part of issue 3; set them when they exist,
-// so bench needs no change the day they land (and says whether the level was applied until then).
-template <class SO>
-bool set_opt_level(SO& so, int level) {
-  if constexpr (requires { so.opt_level; }) {
-    so.opt_level = level;
-    return true;
-  } else {
-    (void)so, (void)level;
-    return false;
-  }
-}
-template <class SO>
-void set_threads(SO& so, int threads) {
-  if constexpr (requires { so.threads; }) so.threads = threads;
-  (void)so, (void)threads;
-}
 
 // "1,3,224,224", as --shape takes it.
 std::string dims_list(const std::vector<int64_t>& d) {
@@ -329,7 +310,6 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     for (const std::string& p : o.peers) FERRY_RETURN_IF_ERROR(peer_script(p).status());
     FERRY_RETURN_IF_ERROR(peer_python().status());
   }
-  if (o.backend == "cpu") backends::cpu::set_num_threads(r.threads);
 
   TempDir tmp;
   if (!o.peers.empty()) {
@@ -359,8 +339,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     runtime::SessionOptions so;
     so.backend = o.backend;
     so.input_shapes = shapes->first;
-    r.opt_level_applied = set_opt_level(so, o.opt_level);
-    set_threads(so, r.threads);
+    so.opt_level = o.opt_level;
+    so.threads = r.threads;
     auto session = runtime::Session::from_model(std::move(model).value(), so);
     if (!session.ok()) return session.status();
     BatchResult br;

@@ -124,7 +124,6 @@ struct BenchReport {
   std::string model;
   std::string backend;
   int opt_level = 0;
-  bool opt_level_applied = false;  // false while the runtime cannot take an optimization level
   int threads = 0;
   LoopPolicy warmup, measure;
   std::vector<BatchResult> results;

@@ -81,8 +81,7 @@ nlohmann::json batch_json(const BatchResult& b) {
 
 std::string format_bench_report(const BenchReport& r) {
   std::string out = fmt::format("ferry bench: {}\n", r.model);
-  out += fmt::format("ferry {} backend, opt-level {}{}, {} thread(s); warmup {}, measure {}\n", r.backend, r.opt_level,
-                     r.opt_level_applied ? "" : " (not applied: this runtime has no optimization levels yet)",
+  out += fmt::format("ferry {} backend, opt-level {}, {} thread(s); warmup {}, measure {}\n", r.backend, r.opt_level,
                      r.threads, describe(r.warmup), describe(r.measure));
   out += table(r.results);
   out += warnings("ferry", r.results);
@@ -119,7 +118,6 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["model"] = r.model;
   j["backend"] = r.backend;
   j["opt_level"] = r.opt_level;
-  j["opt_level_applied"] = r.opt_level_applied;
   j["threads"] = r.threads;
   j["warmup_policy"] = policy_to_json(r.warmup);
   j["measure_policy"] = policy_to_json(r.measure);
