@@ -58,13 +58,53 @@ TEST(Arena, ChainIsPlannedIntoOneSmallArena) {
   EXPECT_EQ(mem->plan.naive_bytes, 4u * 64);
   EXPECT_EQ(mem->plan.arena_bytes, 2u * 64);
   EXPECT_EQ((*s)->executor().arena_bytes(), 2u * 64);
+  EXPECT_FALSE((*s)->executor().plan_refined());
   auto r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
+  // Every kernel here used its slot: the first run keeps the whole plan.
+  EXPECT_TRUE((*s)->executor().plan_refined());
+  EXPECT_EQ((*s)->executor().dropped_values(), 0);
+  EXPECT_EQ((*s)->executor().arena_bytes(), 2u * 64);
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0}));
   r = (*s)->run_tensors({{"x", input({1, 2, 3, 4, 5, 6, 7, 8})}});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0}));
   expect_outputs_survive(**s, {{"x", input({1, 2, 3, 4, 5, 6, 7, 8})}}, {{"x", input({9, 9, 9, 9, 9, 9, 9, 9})}});
+}
+
+TEST(Arena, FirstRunDropsValuesWhoseKernelsIgnoreTheirSlot) {
+  // The reference Cast builds its own tensor; Concat writes into its slot.
+  TinyModel t;
+  t.input("x", {2, 4});
+  copy(t, "x", "a");
+  auto& cast = t.node("Cast", {"a"}, {"b"});
+  auto* to = cast.add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  copy(t, "b", "c");
+  t.node("Cast", {"c"}, {"d"}).CopyFrom(cast);
+  t.proto().mutable_graph()->mutable_node(3)->set_input(0, "c");
+  t.proto().mutable_graph()->mutable_node(3)->set_output(0, "d");
+  t.proto().mutable_graph()->mutable_node(3)->set_name("cast2");
+  copy(t, "d", "y");
+  t.output("y");
+  auto s = t.session();
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const runtime::Executor& ex = (*s)->executor();
+  EXPECT_EQ(ex.main_plan()->memory->requests.size(), 4u);
+  EXPECT_EQ(ex.arena_bytes(), 2u * 64);
+  for (int run = 0; run < 3; ++run) {
+    auto r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(values((*r)[0].second), (std::vector<float>{1, -2, 3, -4, 5, -6, 7, -8}));
+    EXPECT_TRUE(ex.plan_refined());
+    EXPECT_EQ(ex.dropped_values(), 2);  // b and d
+    std::vector<std::string> kept;
+    for (const ir::Value* v : ex.main_plan()->memory->values) kept.push_back(v->name);
+    EXPECT_EQ(kept, (std::vector<std::string>{"a", "c"}));
+    EXPECT_EQ(ex.arena_bytes(), 64u);  // a and c never live together
+  }
 }
 
 TEST(Arena, ViewsKeepTheirBufferAlive) {
@@ -97,6 +137,10 @@ TEST(Arena, ViewsKeepTheirBufferAlive) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ((*r)[0].second.dims(), (std::vector<int64_t>{4, 2}));
   // relu(x) - x
+  EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 2, 0, 4, 0, 6, 0, 8}));
+  // A second run on the refined plan computes the same.
+  r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 2, 0, 4, 0, 6, 0, 8}));
 }
 
