@@ -138,6 +138,7 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
   std::lock_guard<std::mutex> lock(run_mutex_);
   const ir::Graph& g = graph();
   Scope scope;
+  scope.values.reserve(g.values.size());  // no rehashing while the run fills it
   std::map<std::string, int64_t> symbols;
   for (const auto& [name, value] : feeds) {
     const ir::Value* decl = g.find_local_value(name);

@@ -284,3 +284,69 @@ TEST(KernelContextSlot, AllocateUsesTheSlotWhenItFits) {
 
 }  // namespace
 }  // namespace ferry::runtime
+
+namespace ferry::runtime {
+namespace {
+
+// A backend whose Relu runs in place: it declares inplace_input(0) = 0, takes its output with
+// allocate_output_uninit and reads each element before writing it.
+class InPlaceRelu : public backends::Kernel {
+ public:
+  Status run(ops::KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, x.dtype(), x.dims()));
+    if (y->raw() == x.raw()) in_place_runs++;
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] > 0 ? px[i] : 0;
+    return Status();
+  }
+  std::string name() const override { return "test:inplace_relu"; }
+  int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
+  static inline int in_place_runs = 0;
+};
+
+class InPlaceBackend : public backends::Backend {
+ public:
+  std::string name() const override { return "inplace"; }
+  bool supports(const ir::Node& n) const override { return n.op_type == "Relu"; }
+  Result<std::unique_ptr<backends::Kernel>> create_kernel(const ir::Node&) override {
+    return std::unique_ptr<backends::Kernel>(new InPlaceRelu());
+  }
+};
+
+TEST(Arena, InPlaceKernelsOverwriteADyingInput) {
+  // a = copy(x); b = Relu(a) may overwrite a (a dies there); c = Relu(b) may not overwrite b, which the
+  // final Add still reads; y = b + c.
+  TinyModel t;
+  t.input("x", {2, 4});
+  copy(t, "x", "a");
+  t.node("Relu", {"a"}, {"b"});
+  t.node("Relu", {"b"}, {"c"});
+  t.node("Add", {"b", "c"}, {"y"});
+  t.output("y");
+  auto model = frontend::load_onnx_bytes(t.proto().SerializeAsString(), "", "inplace.onnx");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const ir::Graph& g = *(*model)->graph;
+  Executor ex(std::make_unique<InPlaceBackend>());
+  ASSERT_TRUE(ex.prepare(g).ok());
+  const GraphMemory& mem = *ex.main_plan()->memory;
+  ASSERT_EQ(mem.requests.size(), 3u);  // a, b, c
+  EXPECT_EQ(mem.plan.inplace_of[1], 0);   // b over a
+  EXPECT_EQ(mem.plan.inplace_of[2], -1);  // c must not overwrite b
+  EXPECT_EQ(mem.plan.offsets[0], mem.plan.offsets[1]);
+  EXPECT_EQ(ex.main_plan()->kernels[1]->name(), "test:inplace_relu");
+  InPlaceRelu::in_place_runs = 0;
+  for (int run = 0; run < 2; ++run) {
+    Scope scope;
+    scope.values[g.inputs[0]] = RtValue(input({1, -2, 3, -4, 5, -6, 7, -8}));
+    ASSERT_TRUE(ex.run_graph(g, scope, nullptr).ok());
+    const RtValue* y = scope.find(g.outputs[0]);
+    ASSERT_TRUE(y && y->is_tensor());
+    EXPECT_EQ(values(y->tensor), (std::vector<float>{2, 0, 6, 0, 10, 0, 14, 0}));
+  }
+  EXPECT_EQ(InPlaceRelu::in_place_runs, 2);  // b was written over a, once per run
+}
+
+}  // namespace
+}  // namespace ferry::runtime
