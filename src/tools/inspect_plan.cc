@@ -94,6 +94,7 @@ ModelPlan describe_plan(const runtime::Session& session) {
   for (const auto& n : g.nodes)
     for (const ir::Value* o : n->outputs)
       if (o && !outputs.count(o) && !planned.count(o)) p.unplanned_values++;
+  p.unplanned_values -= p.dropped_values;  // counted apart
   count_weights(g, p);
   return p;
 }
