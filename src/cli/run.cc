@@ -1,5 +1,5 @@
 // `ferry run MODEL [--input NAME=FILE.npy ...] [--inputs DIR|FILE.npz] [--shape NAME=DIMS ...] [--seed N]
-// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N]`: runs the
+// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N] [--no-arena]`: runs the
 // model (by default optimized at level 2 on the cpu backend) with the given or random inputs, prints a
 // summary of every output and optionally writes them as DIR/<name>.npy.
 #include <chrono>
