@@ -1,5 +1,5 @@
 // `ferry run MODEL [--input NAME=FILE.npy ...] [--inputs DIR|FILE.npz] [--shape NAME=DIMS ...] [--seed N]
-// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N]`: runs the
+// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N] [--no-arena]`: runs the
 // model (by default optimized at level 2 on the cpu backend) with the given or random inputs, prints a
 // summary of every output and optionally writes them as DIR/<name>.npy.
 #include <chrono>
@@ -26,6 +26,7 @@ struct RunArgs {
   uint64_t seed = 0;
   bool normal = false;
   std::string output_dir;
+  bool no_arena = false;
   SessionFlags session;
 };
 
@@ -55,6 +56,7 @@ int run_run(const RunArgs& a) {
   progress("loading " + a.model + " ...");
   runtime::SessionOptions so = session_options(a.session);
   so.input_shapes = opts.shapes;
+  so.memory_arena = !a.no_arena;
   auto session = runtime::Session::load(a.model, so);
   if (!session.ok()) return report_error(session.status());
   progress(fmt::format("loaded in {:.2f} s", seconds_since(t0)));
@@ -116,6 +118,9 @@ CommandFn add_run_command(CLI::App& app) {
                   "write each output as DIR/<name>.npy (characters outside A-Za-z0-9_.- become '_')")
       ->type_name("DIR");
   add_session_flags(cmd, args->session);
+  cmd->add_flag("--no-arena", args->no_arena,
+                "allocate every intermediate tensor separately instead of in the planned memory arena (to debug "
+                "memory issues or measure what the arena saves)");
   return [args] { return run_run(*args); };
 }
 

@@ -112,8 +112,8 @@ class ScopedRunner : public ops::SubgraphRunner {
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<backends::Backend> primary)
-    : primary_(std::move(primary)), reference_(backends::make_reference_backend()) {}
+Executor::Executor(std::unique_ptr<backends::Backend> primary, bool use_arena)
+    : primary_(std::move(primary)), reference_(backends::make_reference_backend()), use_arena_(use_arena) {}
 
 Status Executor::prepare(const ir::Graph& g) {
   FERRY_RETURN_IF_ERROR(prepare_graph(g));
@@ -185,7 +185,7 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
     const backends::Kernel& kernel = *plan.kernels[i];
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const ir::Value* o = node.outputs[k];
-      if (!o || outputs.count(o)) continue;
+      if (!o || outputs.count(o) || excluded_.count(o)) continue;
       size_t bytes = static_bytes(*o);
       if (bytes == 0) continue;
       BufferRequest r;
@@ -210,12 +210,12 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
       const ir::Value* o = node.outputs[k];
       if (!o) continue;
       if (auto r = request_of.find(o); r != request_of.end()) {
-        ArenaRange range{mem->plan.offsets[r->second], mem->requests[r->second].bytes};
+        ArenaRange range{mem->plan.offsets[r->second], mem->requests[r->second].bytes, r->second};
         mem->slots[i][k] = range;
         mem->allowed[i][k] = range;
       } else if (auto a = root_of.find(o); a != root_of.end() && !outputs.count(o)) {
         if (auto rr = request_of.find(a->second); rr != request_of.end())
-          mem->allowed[i][k] = ArenaRange{mem->plan.offsets[rr->second], mem->requests[rr->second].bytes};
+          mem->allowed[i][k] = ArenaRange{mem->plan.offsets[rr->second], mem->requests[rr->second].bytes, rr->second};
       }
     }
   }
@@ -223,12 +223,28 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
   // runs without an arena (every tensor allocated as it is produced), which is slower but correct.
   arena_.reset();
   arena_size_ = mem->plan.arena_bytes;
-  if (arena_size_ > 0 && arena_size_ <= static_cast<size_t>(max_tensor_bytes())) {
+  if (use_arena_ && arena_size_ > 0 && arena_size_ <= static_cast<size_t>(max_tensor_bytes())) {
     void* p = std::aligned_alloc(64, (arena_size_ + 63) / 64 * 64);
     if (p) arena_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
+  slot_used_.assign(mem->requests.size(), 0);
   plan.memory = std::move(mem);
   return Status();
+}
+
+Status Executor::refine_plan() {
+  refined_ = true;
+  GraphPlan& plan = *plans_.at(main_graph_);
+  bool changed = false;
+  for (size_t r = 0; r < slot_used_.size(); ++r)
+    if (!slot_used_[r]) {
+      excluded_.insert(plan.memory->values[r]);
+      changed = true;
+    }
+  if (!changed) return Status();
+  // Nothing of the finished run points into the arena any more (graph outputs were copied out), so
+  // it can be replaced; a tensor that still holds the old one keeps it alive through keep_alive.
+  return plan_memory_for(*main_graph_, plan);
 }
 
 Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook) {
@@ -292,6 +308,12 @@ Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hoo
       if (outs[k].is_none() && o->kind == ir::ValueKind::kTensor)
         return Status::internal("the kernel did not produce output '" + o->name + "'").with_context(where());
     }
+    if (mem && !refined_) {
+      const auto& slots = mem->slots[i];
+      for (size_t k = 0; k < slots.size() && k < outs.size(); ++k)
+        if (slots[k].bytes && outs[k].is_tensor() && outs[k].tensor.raw() == base + slots[k].offset)
+          slot_used_[slots[k].request] = 1;
+    }
     if (mem) {
       // Arena memory must not escape its planned range: copy out whatever points into the arena
       // outside the range planned for that output (see executor.h).
@@ -322,6 +344,7 @@ Status Executor::run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hoo
       if (node.outputs[k]) scope.values[node.outputs[k]] = std::move(outs[k]);
     for (const ir::Value* dead : plan.release_after[i]) scope.values.erase(dead);
   }
+  if (mem && !refined_) FERRY_RETURN_IF_ERROR(refine_plan());
   return Status();
 }
 

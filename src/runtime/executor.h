@@ -9,10 +9,14 @@
 // extends the lifetime of the buffer it views, and any other output found pointing into the arena
 // outside the range planned for it (a graph output, a sequence element, an If/Loop result that
 // forwards an outer value, an op that returned its input) is copied out right after its node ran.
+// The plan assumes every kernel fills its output slot; kernels that build their own tensors (several
+// reference kernels do) leave it unused, so the first run notes which slots were used and the plan is
+// then redone without the others, shrinking the arena to memory kernels really use.
 // One run at a time per Executor (Session::run serializes).
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +41,7 @@ struct Scope {
 struct ArenaRange {
   size_t offset = 0;
   size_t bytes = 0;
+  int request = -1;  // the GraphMemory request it belongs to
 };
 
 // The main graph's memory plan: which values live in the arena, where, and from when to when.
@@ -58,7 +63,8 @@ struct GraphPlan {
 class Executor {
  public:
   // `primary` gets every node it supports; the rest run on the reference backend.
-  explicit Executor(std::unique_ptr<backends::Backend> primary);
+  // `use_arena` false: the memory plan is still made (and shown) but no arena is allocated.
+  explicit Executor(std::unique_ptr<backends::Backend> primary, bool use_arena = true);
   // Prepares the plans of the main graph `g` and all its subgraphs now, so bad nodes are reported at
   // load time, then plans the main graph's memory and allocates the arena.
   Status prepare(const ir::Graph& g);
@@ -73,18 +79,26 @@ class Executor {
   // Bytes of the arena actually allocated (0 when there is none, e.g. nothing static to place or the
   // plan exceeded the per-tensor size limit).
   size_t arena_bytes() const { return arena_ ? arena_size_ : 0; }
+  // Whether a run has refined the plan to the slots kernels use, and how many values it dropped.
+  bool plan_refined() const { return refined_; }
+  int dropped_values() const { return static_cast<int>(excluded_.size()); }
 
  private:
   Status prepare_graph(const ir::Graph& g);
   Status plan_memory_for(const ir::Graph& g, GraphPlan& plan);
+  Status refine_plan();
 
   std::unique_ptr<backends::Backend> primary_;
   std::unique_ptr<backends::Backend> reference_;
   std::map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
   const ir::Graph* main_graph_ = nullptr;
   const GraphPlan* main_plan_ = nullptr;
+  bool use_arena_ = true;
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;
+  bool refined_ = false;
+  std::vector<char> slot_used_;              // per request, during the first arena run
+  std::set<const ir::Value*> excluded_;      // values whose kernels did not use their slot
 };
 
 }  // namespace ferry::runtime

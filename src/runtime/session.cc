@@ -113,7 +113,7 @@ Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> 
   }
   // OpenMP's thread count is process-wide: the last session loaded with a count sets it.
   if (opts.threads > 0) backends::cpu::set_num_threads(opts.threads);
-  s->executor_ = std::make_unique<Executor>(std::move(backend));
+  s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena);
   Status st = s->executor_->prepare(*s->model_->graph);
   if (!st.ok()) return st.with_context(s->model_->source_path);
   return s;
@@ -138,6 +138,7 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
   std::lock_guard<std::mutex> lock(run_mutex_);
   const ir::Graph& g = graph();
   Scope scope;
+  scope.values.reserve(g.values.size());  // no rehashing while the run fills it
   std::map<std::string, int64_t> symbols;
   for (const auto& [name, value] : feeds) {
     const ir::Value* decl = g.find_local_value(name);

@@ -26,6 +26,9 @@ struct SessionOptions {
   int opt_level = 0;
   // Threads for the cpu backend's kernels (OpenMP; process-wide); 0 keeps the default (all cores).
   int threads = 0;
+  // Place static intermediates in one planned arena (executor.h). Off: every tensor is allocated as it
+  // is produced (for debugging memory issues and measuring what the arena saves).
+  bool memory_arena = true;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.

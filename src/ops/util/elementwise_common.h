@@ -151,15 +151,22 @@ Result<const Tensor*> tensor_input(const KernelContext& ctx, int i);
 Status unsupported_dtype(const KernelContext& ctx, DType t, int input = 0);
 
 // out = f(x) with the same dtype. `f` receives compute_t<T> and returns something convertible to T.
+// The output comes from ctx.allocate_output_uninit (every element is written), so it can use the
+// runtime's planned arena slot.
 template <class List, class F>
 Status unary_same(KernelContext& ctx, List types, F&& f) {
   FERRY_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
   Status st;
   bool ok = dispatch_in(types, x->dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Result<Tensor> r = unary_map<T, T>(*x, x->dtype(), [&](T v) { return static_cast<T>(f(widen(v))); });
-    if (!r.ok()) st = r.status();
-    else ctx.set_output(0, std::move(r).value());
+    Result<Tensor*> r = ctx.allocate_output_uninit(0, x->dtype(), x->dims());
+    if (!r.ok()) {
+      st = r.status();
+      return;
+    }
+    const T* px = x->data<T>();
+    T* po = (*r)->data<T>();
+    for (int64_t i = 0, n = x->numel(); i < n; ++i) po[i] = static_cast<T>(f(widen(px[i])));
   });
   if (!ok) return unsupported_dtype(ctx, x->dtype());
   return st;
@@ -199,12 +206,24 @@ Status binary_same(KernelContext& ctx, List types, F&& f) {
   FERRY_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
   FERRY_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
   FERRY_RETURN_IF_ERROR(check_same_dtype(ctx, *a, *b));
-  bool ok = false;
-  Result<Tensor> r = broadcast_same(*a, *b, types, f, &ok);
+  // Output through ctx.allocate_output_uninit (every element is written), so it can use the arena.
+  FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> dims, broadcast_dims(a->dims(), b->dims()));
+  Status st;
+  bool ok = dispatch_in(types, a->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Result<Tensor*> r = ctx.allocate_output_uninit(0, a->dtype(), dims);
+    if (!r.ok()) {
+      st = r.status();
+      return;
+    }
+    const T* pa = a->data<T>();
+    const T* pb = b->data<T>();
+    T* po = (*r)->data<T>();
+    for_each_broadcast(dims, a->dims(), b->dims(),
+                       [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<T>(f(widen(pa[ia]), widen(pb[ib]))); });
+  });
   if (!ok) return unsupported_dtype(ctx, a->dtype());
-  if (!r.ok()) return r.status();
-  ctx.set_output(0, std::move(r).value());
-  return Status();
+  return st;
 }
 
 // out(bool) = pred(a, b) with broadcasting; a and b share a dtype. `pred` receives compute_t values.

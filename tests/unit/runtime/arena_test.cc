@@ -58,13 +58,53 @@ TEST(Arena, ChainIsPlannedIntoOneSmallArena) {
   EXPECT_EQ(mem->plan.naive_bytes, 4u * 64);
   EXPECT_EQ(mem->plan.arena_bytes, 2u * 64);
   EXPECT_EQ((*s)->executor().arena_bytes(), 2u * 64);
+  EXPECT_FALSE((*s)->executor().plan_refined());
   auto r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
+  // Every kernel here used its slot: the first run keeps the whole plan.
+  EXPECT_TRUE((*s)->executor().plan_refined());
+  EXPECT_EQ((*s)->executor().dropped_values(), 0);
+  EXPECT_EQ((*s)->executor().arena_bytes(), 2u * 64);
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0}));
   r = (*s)->run_tensors({{"x", input({1, 2, 3, 4, 5, 6, 7, 8})}});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0}));
   expect_outputs_survive(**s, {{"x", input({1, 2, 3, 4, 5, 6, 7, 8})}}, {{"x", input({9, 9, 9, 9, 9, 9, 9, 9})}});
+}
+
+TEST(Arena, FirstRunDropsValuesWhoseKernelsIgnoreTheirSlot) {
+  // The reference Cast builds its own tensor; Concat writes into its slot.
+  TinyModel t;
+  t.input("x", {2, 4});
+  copy(t, "x", "a");
+  auto& cast = t.node("Cast", {"a"}, {"b"});
+  auto* to = cast.add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  copy(t, "b", "c");
+  t.node("Cast", {"c"}, {"d"}).CopyFrom(cast);
+  t.proto().mutable_graph()->mutable_node(3)->set_input(0, "c");
+  t.proto().mutable_graph()->mutable_node(3)->set_output(0, "d");
+  t.proto().mutable_graph()->mutable_node(3)->set_name("cast2");
+  copy(t, "d", "y");
+  t.output("y");
+  auto s = t.session();
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const runtime::Executor& ex = (*s)->executor();
+  EXPECT_EQ(ex.main_plan()->memory->requests.size(), 4u);
+  EXPECT_EQ(ex.arena_bytes(), 2u * 64);
+  for (int run = 0; run < 3; ++run) {
+    auto r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(values((*r)[0].second), (std::vector<float>{1, -2, 3, -4, 5, -6, 7, -8}));
+    EXPECT_TRUE(ex.plan_refined());
+    EXPECT_EQ(ex.dropped_values(), 2);  // b and d
+    std::vector<std::string> kept;
+    for (const ir::Value* v : ex.main_plan()->memory->values) kept.push_back(v->name);
+    EXPECT_EQ(kept, (std::vector<std::string>{"a", "c"}));
+    EXPECT_EQ(ex.arena_bytes(), 64u);  // a and c never live together
+  }
 }
 
 TEST(Arena, ViewsKeepTheirBufferAlive) {
@@ -97,6 +137,10 @@ TEST(Arena, ViewsKeepTheirBufferAlive) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ((*r)[0].second.dims(), (std::vector<int64_t>{4, 2}));
   // relu(x) - x
+  EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 2, 0, 4, 0, 6, 0, 8}));
+  // A second run on the refined plan computes the same.
+  r = (*s)->run_tensors({{"x", input({1, -2, 3, -4, 5, -6, 7, -8})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(values((*r)[0].second), (std::vector<float>{0, 2, 0, 4, 0, 6, 0, 8}));
 }
 
@@ -236,6 +280,72 @@ TEST(KernelContextSlot, AllocateUsesTheSlotWhenItFits) {
     ASSERT_TRUE(t.ok());
     EXPECT_EQ((*t)->data<float>()[2], 0);
   }
+}
+
+}  // namespace
+}  // namespace ferry::runtime
+
+namespace ferry::runtime {
+namespace {
+
+// A backend whose Relu runs in place: it declares inplace_input(0) = 0, takes its output with
+// allocate_output_uninit and reads each element before writing it.
+class InPlaceRelu : public backends::Kernel {
+ public:
+  Status run(ops::KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, x.dtype(), x.dims()));
+    if (y->raw() == x.raw()) in_place_runs++;
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] > 0 ? px[i] : 0;
+    return Status();
+  }
+  std::string name() const override { return "test:inplace_relu"; }
+  int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
+  static inline int in_place_runs = 0;
+};
+
+class InPlaceBackend : public backends::Backend {
+ public:
+  std::string name() const override { return "inplace"; }
+  bool supports(const ir::Node& n) const override { return n.op_type == "Relu"; }
+  Result<std::unique_ptr<backends::Kernel>> create_kernel(const ir::Node&) override {
+    return std::unique_ptr<backends::Kernel>(new InPlaceRelu());
+  }
+};
+
+TEST(Arena, InPlaceKernelsOverwriteADyingInput) {
+  // a = copy(x); b = Relu(a) may overwrite a (a dies there); c = Relu(b) may not overwrite b, which the
+  // final Add still reads; y = b + c.
+  TinyModel t;
+  t.input("x", {2, 4});
+  copy(t, "x", "a");
+  t.node("Relu", {"a"}, {"b"});
+  t.node("Relu", {"b"}, {"c"});
+  t.node("Add", {"b", "c"}, {"y"});
+  t.output("y");
+  auto model = frontend::load_onnx_bytes(t.proto().SerializeAsString(), "", "inplace.onnx");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const ir::Graph& g = *(*model)->graph;
+  Executor ex(std::make_unique<InPlaceBackend>());
+  ASSERT_TRUE(ex.prepare(g).ok());
+  const GraphMemory& mem = *ex.main_plan()->memory;
+  ASSERT_EQ(mem.requests.size(), 3u);  // a, b, c
+  EXPECT_EQ(mem.plan.inplace_of[1], 0);   // b over a
+  EXPECT_EQ(mem.plan.inplace_of[2], -1);  // c must not overwrite b
+  EXPECT_EQ(mem.plan.offsets[0], mem.plan.offsets[1]);
+  EXPECT_EQ(ex.main_plan()->kernels[1]->name(), "test:inplace_relu");
+  InPlaceRelu::in_place_runs = 0;
+  for (int run = 0; run < 2; ++run) {
+    Scope scope;
+    scope.values[g.inputs[0]] = RtValue(input({1, -2, 3, -4, 5, -6, 7, -8}));
+    ASSERT_TRUE(ex.run_graph(g, scope, nullptr).ok());
+    const RtValue* y = scope.find(g.outputs[0]);
+    ASSERT_TRUE(y && y->is_tensor());
+    EXPECT_EQ(values(y->tensor), (std::vector<float>{2, 0, 6, 0, 10, 0, 14, 0}));
+  }
+  EXPECT_EQ(InPlaceRelu::in_place_runs, 2);  // b was written over a, once per run
 }
 
 }  // namespace
