@@ -7,6 +7,7 @@
 // reorders out of a CNN's conv -> conv -> pool chain; otherwise it is reordered to plain after the
 // primitive ran (a plain destination would make oneDNN pick its much slower gemm convolution).
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -104,8 +105,13 @@ class ConvKernel : public Kernel {
       if (z->dtype() != DType::kFloat32 || z->dims() != p->out_dims)
         return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
                                z->describe());
-      // The sum post-op adds what dst holds: put the residual there, in dst's layout.
-      reorder(as_memory(*z), dst_mem);
+      // The sum post-op adds what dst holds: put the residual there, in dst's layout. (oneDNN 2.6's
+      // brgconv has no full-tensor binary post-op that would read Z in place: it falls back to gemm.)
+      if (desc_of(*z) == dst_md) {
+        std::memcpy(dst.raw(), z->raw(), dst_md.get_size());
+      } else {
+        reorder(as_memory(*z), dst_mem);
+      }
     }
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, p->pd.src_desc())},
                                                {DNNL_ARG_WEIGHTS, as_memory(wt, p->pd.weights_desc())},
