@@ -98,7 +98,7 @@ class ConvKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(wt, reorder_to(w->reshaped(weight_dims(*w)).value(), p->pd.weights_desc()));
     }
     const md dst_md = p->pd.dst_desc();
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, p->out_dims, dst_md));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, dst_md));
     dnnl::memory dst_mem = as_memory(dst, dst_md);
     if (sum_index(ops_) >= 0) {
       FERRY_ASSIGN_OR_RETURN(const Tensor* z, ops::nn::tensor_in(ctx, 3, "Z"));
@@ -121,13 +121,7 @@ class ConvKernel : public Kernel {
       p->prim.execute(stream(), args);
       stream().wait();
     }
-    if (!blocked_out_ && !dst.is_plain()) {
-      // Writing plain directly would make oneDNN fall back to its slow gemm convolution; one reorder
-      // of the result is far cheaper.
-      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
-    }
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
  private:
