@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -90,6 +91,7 @@ class BinaryKernel : public Kernel {
     }
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0));
     if (dst.numel() > 0) {
+      SerialIfSmall serial(dst.numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC_0, as_memory(*full, src0)},
                                {DNNL_ARG_SRC_1, as_memory(other_t, *src1)},
                                {DNNL_ARG_DST, as_memory(dst, src0)}});

@@ -6,6 +6,7 @@
 // The output stays blocked when every consumer is a layout-aware cpu kernel, which is what keeps
 // reorders out of a CNN's conv -> conv -> pool chain; otherwise it is reordered to plain after the
 // primitive ran (a plain destination would make oneDNN pick its much slower gemm convolution).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "backends/cpu/post_ops.h"
 #include "ops/util/nn_common.h"
 
@@ -118,6 +120,7 @@ class ConvKernel : public Kernel {
                                                {DNNL_ARG_DST, dst_mem}};
     if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, p->pd.bias_desc()));
     if (x->numel() > 0) {
+      SerialIfSmall serial(dst.numel() * (w->numel() / std::max<int64_t>(w->dim(0), 1)) < kSmallMacs);
       p->prim.execute(stream(), args);
       stream().wait();
     }

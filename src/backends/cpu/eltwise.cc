@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -109,6 +110,7 @@ class EltwiseKernel : public Kernel {
     }
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc()));
     if (x->numel() > 0) {
+      SerialIfSmall serial(x->numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)}, {DNNL_ARG_DST, as_memory(dst, pd_.dst_desc())}});
       stream().wait();
     }
