@@ -4,6 +4,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -59,8 +60,9 @@ class BatchNormKernel : public Kernel {
       }
     }
     const md vec({c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, x->dims(), pd_.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc()));
     if (x->numel() > 0) {
+      SerialIfSmall serial(x->numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)},
                                {DNNL_ARG_SCALE, as_memory(*params[0], vec)},
                                {DNNL_ARG_SHIFT, as_memory(*params[1], vec)},
@@ -69,11 +71,7 @@ class BatchNormKernel : public Kernel {
                                {DNNL_ARG_DST, as_memory(dst, pd_.dst_desc())}});
       stream().wait();
     }
-    if (!blocked_out_ && !dst.is_plain()) {
-      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
-    }
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -88,18 +89,15 @@ class BinaryKernel : public Kernel {
         return Status::unsupported(op + ": oneDNN binary failed for " + a->describe() + ", " + b->describe() + ": " + e.what());
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, out_dims, src0));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0));
     if (dst.numel() > 0) {
+      SerialIfSmall serial(dst.numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC_0, as_memory(*full, src0)},
                                {DNNL_ARG_SRC_1, as_memory(other_t, *src1)},
                                {DNNL_ARG_DST, as_memory(dst, src0)}});
       stream().wait();
     }
-    if (!blocked_out_ && !dst.is_plain()) {
-      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
-    }
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
  private:

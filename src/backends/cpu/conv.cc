@@ -6,13 +6,16 @@
 // The output stays blocked when every consumer is a layout-aware cpu kernel, which is what keeps
 // reorders out of a CNN's conv -> conv -> pool chain; otherwise it is reordered to plain after the
 // primitive ran (a plain destination would make oneDNN pick its much slower gemm convolution).
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "backends/cpu/post_ops.h"
 #include "ops/util/nn_common.h"
 
@@ -97,31 +100,31 @@ class ConvKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(wt, reorder_to(w->reshaped(weight_dims(*w)).value(), p->pd.weights_desc()));
     }
     const md dst_md = p->pd.dst_desc();
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, p->out_dims, dst_md));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, dst_md));
     dnnl::memory dst_mem = as_memory(dst, dst_md);
     if (sum_index(ops_) >= 0) {
       FERRY_ASSIGN_OR_RETURN(const Tensor* z, ops::nn::tensor_in(ctx, 3, "Z"));
       if (z->dtype() != DType::kFloat32 || z->dims() != p->out_dims)
         return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
                                z->describe());
-      // The sum post-op adds what dst holds: put the residual there, in dst's layout.
-      reorder(as_memory(*z), dst_mem);
+      // The sum post-op adds what dst holds: put the residual there, in dst's layout. (oneDNN 2.6's
+      // brgconv has no full-tensor binary post-op that would read Z in place: it falls back to gemm.)
+      if (desc_of(*z) == dst_md) {
+        std::memcpy(dst.raw(), z->raw(), dst_md.get_size());
+      } else {
+        reorder(as_memory(*z), dst_mem);
+      }
     }
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, p->pd.src_desc())},
                                                {DNNL_ARG_WEIGHTS, as_memory(wt, p->pd.weights_desc())},
                                                {DNNL_ARG_DST, dst_mem}};
     if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, p->pd.bias_desc()));
     if (x->numel() > 0) {
+      SerialIfSmall serial(dst.numel() * (w->numel() / std::max<int64_t>(w->dim(0), 1)) < kSmallMacs);
       p->prim.execute(stream(), args);
       stream().wait();
     }
-    if (!blocked_out_ && !dst.is_plain()) {
-      // Writing plain directly would make oneDNN fall back to its slow gemm convolution; one reorder
-      // of the result is far cheaper.
-      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
-    }
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
  private:

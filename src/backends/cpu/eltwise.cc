@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -89,6 +90,8 @@ class EltwiseKernel : public Kernel {
   EltwiseKernel(const ir::Node& node, EltwiseOp op, bool blocked_out) : node_(node), op_(op), blocked_out_(blocked_out) {}
   std::string name() const override { return "cpu:onednn:eltwise"; }
   bool accepts_layouts() const override { return true; }
+  // oneDNN eltwise runs in place (src == dst); a plain output comes from allocate_output_uninit.
+  int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
@@ -105,16 +108,13 @@ class EltwiseKernel : public Kernel {
         return Status::unsupported(node_.op_type + ": oneDNN eltwise failed for " + x->describe() + ": " + e.what());
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, x->dims(), pd_.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc()));
     if (x->numel() > 0) {
+      SerialIfSmall serial(x->numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)}, {DNNL_ARG_DST, as_memory(dst, pd_.dst_desc())}});
       stream().wait();
     }
-    if (!blocked_out_ && !dst.is_plain()) {
-      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
-    }
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
  private:

@@ -135,6 +135,28 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
   return alloc_tensor(t, dims, md, true);
 }
 
+Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
+                          const dnnl::memory::desc& md) {
+  if (!is_plain_desc(md)) return make_tensor(t, dims, md);
+  FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
+  return *out;
+}
+
+Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked) {
+  if (result.is_plain() || keep_blocked) {
+    ctx.set_output(i, std::move(result));
+    return Status();
+  }
+  FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, result.dtype(), result.dims()));
+  if (result.numel() == 0) return Status();
+  try {
+    reorder(as_memory(result), as_memory(*out));
+  } catch (const dnnl::error& e) {
+    return Status::internal(std::string("oneDNN reorder failed: ") + e.what());
+  }
+  return Status();
+}
+
 void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
   dnnl::reorder r = reorder_cache().get(src.get_desc(), dst.get_desc());
   r.execute(stream(), const_cast<dnnl::memory&>(src), const_cast<dnnl::memory&>(dst));

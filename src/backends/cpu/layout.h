@@ -14,6 +14,7 @@
 
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "ops/op.h"
 
 namespace ferry::backends::cpu {
 
@@ -52,6 +53,15 @@ dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md);  // md mu
 Result<Tensor> make_tensor(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md);
 // Same storage, zero-filled (for layouts with padding that are filled by a non-oneDNN writer).
 Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md);
+
+// Storage for output i of a kernel whose primitive writes layout `md`: when `md` is plain, the memory the
+// runtime planned for that output (ctx.allocate_output_uninit, which also sets the output); otherwise
+// make_tensor.
+Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
+                          const dnnl::memory::desc& md);
+// Sets output i to `result`; a blocked result is reordered into the runtime's plain memory for the
+// output unless `keep_blocked` (every consumer is a layout-aware cpu kernel).
+Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked);
 
 // `src` converted to layout `md` (same logical dims) with a cached oneDNN reorder; `src` itself
 // when it already has that layout.
