@@ -301,9 +301,24 @@ class MatMulKernel : public Kernel {
       plans_.push_back(std::move(plan));
       return plans_.back().get();
     }
-    plan->src_md = operand_desc(a2, ta, rank);
-    plan->wei_md = operand_desc(b2, tb, rank);
-    plan->dst_md = md(to_dims(dst_dims), dt::f32, to_dims(dense_strides(dst_dims)));
+    // A Linear layer (B without batch dims of its own, A not transposed): A's batch dims fold into M,
+    // one [batch*M, K] x [K, N] GEMM instead of many small ones (torch's attention feeds [S, B, E]
+    // activations, where per-batch GEMMs would have M = 1).
+    bool b_batched = false;
+    for (int64_t d : bbatch) b_batched = b_batched || d != 1;
+    const bool fold = !ta && !b_batched && !batch.empty();
+    if (fold) {
+      int64_t rows = M;
+      for (int64_t d : batch) rows *= d;
+      const std::vector<int64_t> b_mat(b2.end() - 2, b2.end());
+      plan->src_md = operand_desc({rows, K}, false, 2);
+      plan->wei_md = operand_desc(b_mat, tb, 2);
+      plan->dst_md = md({rows, N}, dt::f32, tag::ab);
+    } else {
+      plan->src_md = operand_desc(a2, ta, rank);
+      plan->wei_md = operand_desc(b2, tb, rank);
+      plan->dst_md = md(to_dims(dst_dims), dt::f32, to_dims(dense_strides(dst_dims)));
+    }
     plan->packed_b_wanted = const_b != nullptr;
     if (z_input_ >= 0) plan->z_md = plan->dst_md;
     // The bias at the destination's rank, in dst's dims. A 1-D output's dropped dims are unit dims in dst.
@@ -315,10 +330,14 @@ class MatMulKernel : public Kernel {
       // Map out-dims positions to dst positions (insert the dropped M / N unit dims).
       if (ad.size() == 1) bx.insert(bx.end() - (bd.size() > 1 ? 1 : 0), 1);
       if (bd.size() == 1) bx.push_back(1);
+      bool row_vector = true;  // varies along N only
+      for (size_t i = 0; i + 1 < bx.size(); ++i) row_vector = row_vector && bx[i] == 1;
+      if (fold) bx = {1, bx.back()};
       plan->bias_md = md(to_dims(bx), dt::f32, to_dims(dense_strides(bx)));
       bias_src1 = plan->bias_md;
+      if (fold && !row_vector) bias_src1 = md();  // the folded rows cannot express it: materialized below
     }
-    bool ok = try_create(*plan, bias_src1);
+    bool ok = !(bias_input_ >= 0 && bias_src1.is_zero()) && try_create(*plan, bias_src1);
     if (!ok && bias_input_ >= 0) {
       // oneDNN has no kernel for this bias broadcast: give it the bias at the full output shape.
       plan->bias_materialized = true;

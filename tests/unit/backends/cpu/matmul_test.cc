@@ -110,6 +110,11 @@ INSTANTIATE_TEST_SUITE_P(
         MmCase{"fused_alpha_bias_runtime_b", "FusedMatMul", {4, 8}, {8, 6}, {6}, true, false, false, ta_tb(0, 0, 2.f)},
         MmCase{"fused_bias_rows", "FusedMatMul", {3, 4, 8}, {8, 6}, {4, 1}, true, true, true, ta_tb(0, 0)},
         MmCase{"fused_bias_full", "FusedMatMul", {3, 4, 8}, {8, 6}, {3, 4, 6}, true, true, false, ta_tb(0, 0)},
+        // Linear layers whose batch dims fold into M (torch's [S, B, E] attention input: M = 1).
+        MmCase{"fold_seq_first", "FusedMatMul", {16, 1, 32}, {32, 24}, {24}, true, true, true, ta_tb(0, 0)},
+        MmCase{"fold_b_unit_batch", "MatMul", {3, 4, 8}, {1, 8, 6}},
+        MmCase{"fold_trans_b_alpha", "FusedMatMul", {2, 3, 5, 8}, {6, 8}, {1, 1, 1, 6}, true, true, false, ta_tb(0, 1, 0.7f)},
+        MmCase{"fold_bias_full_batch", "FusedMatMul", {3, 4, 8}, {8, 6}, {3, 1, 6}, true, true, true, ta_tb(0, 0)},
         MmCase{"fused_trans_1d", "FusedMatMul", {8}, {6, 8}, {6}, true, true, true, ta_tb(1, 1)}),
     [](const ::testing::TestParamInfo<MmCase>& i) { return i.param.name; });
 
@@ -125,7 +130,10 @@ TEST_P(CpuFusedMatMulPostOps, MatchesReference) {
   const PostOpCase& c = GetParam();
   bool has_sum = false;
   for (const auto& o : c.ops) has_sum = has_sum || o == "sum";
-  const std::vector<int64_t> ad{2, 17, 40}, bd{40, 24}, yd{2, 17, 24};
+  // Batch dims on A and on B, so both the folded Linear and the batched GEMM get every post-op.
+  const bool batched_b = c.ops.size() % 2 == 0;
+  const std::vector<int64_t> ad{2, 17, 40}, bd = batched_b ? std::vector<int64_t>{2, 40, 24} : std::vector<int64_t>{40, 24},
+                             yd{2, 17, 24};
   GraphBuilder g;
   std::vector<ir::Value*> ins{g.input("a", ad), g.constant(random_tensor(bd, 4)), g.constant(random_tensor({24}, 5))};
   std::vector<Tensor> inputs{random_tensor(ad, 6)};
