@@ -16,6 +16,7 @@ void register_matmul(KernelTable& t);
 void register_attention(KernelTable& t);
 void register_softmax(KernelTable& t);
 void register_layer_norm(KernelTable& t);
+void register_transpose(KernelTable& t);
 
 namespace {
 
@@ -33,6 +34,7 @@ const KernelTable& table() {
     register_attention(t);
     register_softmax(t);
     register_layer_norm(t);
+    register_transpose(t);
     return t;
   }();
   return t;
