@@ -17,6 +17,7 @@ void register_attention(KernelTable& t);
 void register_softmax(KernelTable& t);
 void register_layer_norm(KernelTable& t);
 void register_transpose(KernelTable& t);
+void register_slice(KernelTable& t);
 
 namespace {
 
@@ -35,6 +36,7 @@ const KernelTable& table() {
     register_softmax(t);
     register_layer_norm(t);
     register_transpose(t);
+    register_slice(t);
     return t;
   }();
   return t;
