@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/strided_copy.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -34,6 +35,8 @@ std::vector<int64_t> read_ints(const Tensor& t) {
 struct SlicePlan {
   md src, dst;
   std::vector<int64_t> out_dims;
+  bool runs = false;  // contiguous runs: memcpy'd (oneDNN's reorder is slow on such views)
+  StridedView view;
   dnnl::reorder prim;
 };
 
@@ -76,6 +79,10 @@ class SliceKernel : public Kernel {
     SlicePlan& p = *it->second;
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p.out_dims));
     if (y->numel() == 0) return Status();
+    if (p.runs) {
+      strided_copy(p.view, x->data<float>(), y->data<float>());
+      return Status();
+    }
     p.prim.execute(stream(), {{DNNL_ARG_FROM, as_memory(*x, p.src)}, {DNNL_ARG_TO, as_memory(*y, p.dst)}});
     stream().wait();
     return Status();
@@ -120,6 +127,9 @@ class SliceKernel : public Kernel {
       empty = empty || count[i] == 0;
     }
     if (empty) return p;  // nothing to copy
+    p->view = StridedView{count, std::vector<int64_t>(os.begin(), os.end()), offset};
+    p->runs = plan_strided_copy(p->view);
+    if (p->runs) return p;
     try {
       p->src = md(od, dnnl::memory::data_type::f32, os);
       p->src.data.offset0 = offset;

@@ -1,4 +1,5 @@
-// Transpose (fp32, any rank up to 12) as a oneDNN reorder: the source described with the output's
+// Transpose (fp32, any rank up to 12): contiguous runs copied by threads when the last axis stays
+// innermost (attention's head split/merge), else a oneDNN reorder: the source described with the output's
 // dims and the input's strides permuted, the destination dense. oneDNN's reorder kernels copy in
 // blocks and threads, where the reference kernel walks elements one by one (attention's head
 // split/merge transposes showed up in transformer profiles).
@@ -6,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/strided_copy.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -40,6 +42,10 @@ class TransposeKernel : public Kernel {
       if (!prepare(x->dims())) return reference_->kernel(ctx);  // a bad perm: the reference reports it
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
+    if (runs_) {
+      strided_copy(view_, x->data<float>(), y->data<float>());
+      return Status();
+    }
     prim_.execute(stream(), {{DNNL_ARG_FROM, as_memory(*x, src_md_)}, {DNNL_ARG_TO, as_memory(*y, dst_md_)}});
     stream().wait();
     return Status();
@@ -68,6 +74,12 @@ class TransposeKernel : public Kernel {
       out_dims_[i] = od[i] = d[perm[i]];
       os[i] = in_strides[perm[i]];
     }
+    view_ = StridedView{out_dims_, std::vector<int64_t>(os.begin(), os.end()), 0};
+    runs_ = plan_strided_copy(view_);
+    if (runs_) {
+      ready_ = true;
+      return true;
+    }
     try {
       src_md_ = md(od, dnnl::memory::data_type::f32, os);
       dst_md_ = plain_desc(DType::kFloat32, out_dims_);
@@ -83,6 +95,8 @@ class TransposeKernel : public Kernel {
   const ops::OpSchema* reference_ = nullptr;
   std::vector<int64_t> dims_, out_dims_;
   bool ready_ = false;
+  bool runs_ = false;  // the last axis stays innermost: memcpy runs instead of the reorder
+  StridedView view_;
   md src_md_, dst_md_;
   dnnl::reorder prim_;
 };
