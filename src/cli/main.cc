@@ -33,6 +33,7 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(1);
   CommandFn inspect = add_inspect_command(app);
   CommandFn run = add_run_command(app);
+  CommandFn bench = add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -47,6 +48,7 @@ int run_main(int argc, char** argv) {
   }
   if (app.got_subcommand("inspect")) return inspect();
   if (app.got_subcommand("run")) return run();
+  if (app.got_subcommand("bench")) return bench();
   return 2;  // unreachable: require_subcommand(1)
 }
 
