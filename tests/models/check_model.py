@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--ferry", required=True, help="the ferry binary")
     ap.add_argument("--cache", help="models folder (default: ${FERRY_CACHE:-~/.cache/ferry}/models)")
     ap.add_argument("--work", help="folder for ferry's outputs (default: a temporary one)")
+    ap.add_argument("--backend", help="passed to `ferry run --backend` (default: the CLI's)")
+    ap.add_argument("--opt-level", help="passed to `ferry run --opt-level` (default: the CLI's)")
     a = ap.parse_args()
 
     d = os.path.join(cache_root(a.cache), a.name)
@@ -90,6 +92,10 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     cmd = [a.ferry, "run", model, "--inputs", os.path.join(d, "inputs"), "--output-dir", out]
+    if a.backend:
+        cmd += ["--backend", a.backend]
+    if a.opt_level is not None:
+        cmd += ["--opt-level", a.opt_level]
     print("$ " + " ".join(cmd), flush=True)
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

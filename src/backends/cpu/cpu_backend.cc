@@ -12,6 +12,12 @@ void register_pool(KernelTable& t);
 void register_batch_norm(KernelTable& t);
 void register_eltwise(KernelTable& t);
 void register_binary(KernelTable& t);
+void register_matmul(KernelTable& t);
+void register_attention(KernelTable& t);
+void register_softmax(KernelTable& t);
+void register_layer_norm(KernelTable& t);
+void register_transpose(KernelTable& t);
+void register_slice(KernelTable& t);
 
 namespace {
 
@@ -25,6 +31,12 @@ const KernelTable& table() {
     register_batch_norm(t);
     register_eltwise(t);
     register_binary(t);
+    register_matmul(t);
+    register_attention(t);
+    register_softmax(t);
+    register_layer_norm(t);
+    register_transpose(t);
+    register_slice(t);
     return t;
   }();
   return t;

@@ -1,0 +1,250 @@
+// com.ferry FusedAttention on oneDNN (fp32): Y = softmax(scale * Q Kᵀ + Mask, -1) V.
+//
+// Three primitives over the whole batch, prepared once per shape: a batched matmul for the scores
+// (K read transposed through strides, `scale` as the output scale, the mask as a binary add post-op
+// when oneDNN takes its broadcast), oneDNN's softmax on the last axis in place, and a batched matmul
+// with V. The score block lives in a buffer the kernel keeps between runs. A mask broadcast oneDNN's
+// matmul rejects is added by a loop before the softmax. Unsupported shapes run the reference kernel.
+#include <cmath>
+#include <memory>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+using md = dnnl::memory::desc;
+using dt = dnnl::memory::data_type;
+
+constexpr int kMaxRank = 12;
+
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+md dense(const std::vector<int64_t>& dims) { return md(to_dims(dims), dt::f32, to_dims(dense_strides(dims))); }
+
+bool attention_supports(const ir::Node& n) {
+  if (!n.has_input(0) || !n.has_input(1) || !n.has_input(2) || !n.has_output(0)) return false;
+  for (int i = 0; i < n.num_inputs(); ++i)
+    if (n.has_input(i) && n.inputs[i]->dtype != DType::kFloat32) return false;
+  if (n.outputs[0]->dtype != DType::kFloat32) return false;
+  for (int i = 0; i < 3; ++i)
+    if (n.inputs[i]->shape && (n.inputs[i]->shape->size() < 2 || n.inputs[i]->shape->size() > kMaxRank)) return false;
+  return true;
+}
+
+struct AttnPlan {
+  std::vector<int64_t> q, k, v, mask;
+  bool reference = false;
+  std::vector<int64_t> score_dims, out_dims;
+  md q_md, kt_md, v_md, s_md, y_md, mask_md;
+  bool mask_in_matmul = false;
+  std::vector<int64_t> mask_strides;  // mask's strides over score_dims (0 on broadcast dims)
+  dnnl::matmul qk, pv;
+  dnnl::softmax_forward softmax;
+  Tensor scores;
+};
+
+class AttentionKernel : public Kernel {
+ public:
+  explicit AttentionKernel(const ir::Node& node) : node_(node) {}
+
+  Status init() {
+    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
+    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    std::vector<std::vector<int64_t>> dims;
+    for (int i = 0; i < 4; ++i) {
+      if (!node_.has_input(i)) {
+        dims.emplace_back();
+        continue;
+      }
+      const ir::Value* v = node_.inputs[i];
+      if (!v->shape || !is_static(*v->shape)) return Status();  // prepared at the first run
+      dims.push_back(static_dims(*v->shape));
+    }
+    auto p = plan_for(dims[0], dims[1], dims[2], node_.has_input(3) ? &dims[3] : nullptr);
+    return p.ok() ? Status() : p.status();
+  }
+
+  std::string name() const override { return "cpu:onednn:attention"; }
+
+  Status run(ops::KernelContext& ctx) override {
+    FERRY_ASSIGN_OR_RETURN(const Tensor* q, ops::nn::tensor_in(ctx, 0, "Q"));
+    FERRY_ASSIGN_OR_RETURN(const Tensor* k, ops::nn::tensor_in(ctx, 1, "K"));
+    FERRY_ASSIGN_OR_RETURN(const Tensor* v, ops::nn::tensor_in(ctx, 2, "V"));
+    FERRY_ASSIGN_OR_RETURN(const Tensor* mask, ops::nn::optional_tensor_in(ctx, 3, "Mask"));
+    for (const Tensor* t : {q, k, v, mask})
+      if (t && t->dtype() != DType::kFloat32) return reference_->kernel(ctx);
+    auto planned = plan_for(q->dims(), k->dims(), v->dims(), mask ? &mask->dims() : nullptr);
+    if (!planned.ok()) {
+      if (planned.status().code() == ErrorCode::kInvalidArgument) return reference_->kernel(ctx);
+      return planned.status();
+    }
+    AttnPlan* p = *planned;
+    if (p->reference) return reference_->kernel(ctx);
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    dnnl::memory s_mem = as_memory(p->scores, p->s_md);
+    std::unordered_map<int, dnnl::memory> qk_args{
+        {DNNL_ARG_SRC, as_memory(*q, p->q_md)}, {DNNL_ARG_WEIGHTS, as_memory(*k, p->kt_md)}, {DNNL_ARG_DST, s_mem}};
+    if (mask && p->mask_in_matmul)
+      qk_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, as_memory(*mask, p->mask_md));
+    p->qk.execute(stream(), qk_args);
+    stream().wait();
+    if (mask && !p->mask_in_matmul) add_mask(*p, *mask);
+    p->softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, s_mem}});
+    p->pv.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, as_memory(*v, p->v_md)},
+                             {DNNL_ARG_DST, as_memory(*y, p->y_md)}});
+    stream().wait();
+    return Status();
+  }
+
+ private:
+  // scores += mask (numpy broadcast), one score row at a time.
+  static void add_mask(AttnPlan& p, const Tensor& mask) {
+    const std::vector<int64_t>& sd = p.score_dims;
+    const int r = static_cast<int>(sd.size());
+    const int64_t T = sd.back();
+    int64_t rows = 1;
+    for (int i = 0; i < r - 1; ++i) rows *= sd[i];
+    const float* m = mask.data<float>();
+    float* s = p.scores.data<float>();
+    const int64_t tstride = p.mask_strides.back();
+#pragma omp parallel for
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rem = row, off = 0;
+      for (int i = r - 2; i >= 0; --i) {
+        off += (rem % sd[i]) * p.mask_strides[i];
+        rem /= sd[i];
+      }
+      float* sr = s + row * T;
+      const float* mr = m + off;
+      if (tstride == 0) {
+        for (int64_t j = 0; j < T; ++j) sr[j] += mr[0];
+      } else {
+        for (int64_t j = 0; j < T; ++j) sr[j] += mr[j];
+      }
+    }
+  }
+
+  Result<AttnPlan*> plan_for(const std::vector<int64_t>& qd, const std::vector<int64_t>& kd,
+                             const std::vector<int64_t>& vd, const std::vector<int64_t>* maskd) {
+    const std::vector<int64_t> md_dims = maskd ? *maskd : std::vector<int64_t>{};
+    for (auto& p : plans_)
+      if (p->q == qd && p->k == kd && p->v == vd && p->mask == md_dims) return p.get();
+    const std::string& op = node_.op_type;
+    const size_t r = qd.size();
+    if (r < 2 || kd.size() != r || vd.size() != r)
+      return Status::invalid(op + ": Q, K and V must have the same rank >= 2");
+    if (r > kMaxRank) return Status::unsupported(op + ": rank above 12");
+    std::vector<int64_t> batch(qd.begin(), qd.end() - 2);
+    if (std::vector<int64_t>(kd.begin(), kd.end() - 2) != batch || std::vector<int64_t>(vd.begin(), vd.end() - 2) != batch)
+      return Status::invalid(op + ": batch dims of Q, K and V differ");
+    const int64_t S = qd[r - 2], D = qd[r - 1], T = kd[r - 2], Dv = vd[r - 1];
+    if (kd[r - 1] != D || vd[r - 2] != T) return Status::invalid(op + ": K must be [..., T, D] and V [..., T, Dv]");
+    auto plan = std::make_unique<AttnPlan>();
+    plan->q = qd;
+    plan->k = kd;
+    plan->v = vd;
+    plan->mask = md_dims;
+    plan->score_dims = batch;
+    plan->score_dims.push_back(S);
+    plan->score_dims.push_back(T);
+    plan->out_dims = batch;
+    plan->out_dims.push_back(S);
+    plan->out_dims.push_back(Dv);
+    if (maskd) {
+      auto bc = broadcast_dims(md_dims, plan->score_dims);
+      if (!bc.ok() || *bc != plan->score_dims || md_dims.size() > r)
+        return Status::invalid(op + ": Mask " + dims_to_string(md_dims) + " does not broadcast to the scores " +
+                               dims_to_string(plan->score_dims));
+    }
+    int64_t total = S * T * D * Dv;
+    for (int64_t d : batch) total *= d;
+    if (total == 0) {
+      plan->reference = true;
+      plans_.push_back(std::move(plan));
+      return plans_.back().get();
+    }
+    const float scale = node_.has_attr("scale") ? node_.attr_float("scale", 1.f) : 1.f / std::sqrt(float(D));
+    plan->q_md = dense(qd);
+    // Kᵀ: [..., D, T] over K's [..., T, D] bytes.
+    {
+      std::vector<int64_t> ktd = kd, kts = dense_strides(kd);
+      std::swap(ktd[r - 2], ktd[r - 1]);
+      std::swap(kts[r - 2], kts[r - 1]);
+      plan->kt_md = md(to_dims(ktd), dt::f32, to_dims(kts));
+    }
+    plan->v_md = dense(vd);
+    plan->s_md = dense(plan->score_dims);
+    plan->y_md = dense(plan->out_dims);
+    if (maskd) {
+      std::vector<int64_t> mx(r - md_dims.size(), 1);
+      mx.insert(mx.end(), md_dims.begin(), md_dims.end());
+      plan->mask_md = dense(mx);
+      plan->mask_strides = dense_strides(mx);
+      for (size_t i = 0; i < r; ++i)
+        if (mx[i] == 1) plan->mask_strides[i] = 0;
+    }
+    try {
+      auto make_qk = [&](bool with_mask) {
+        dnnl::primitive_attr attr;
+        if (scale != 1.f) attr.set_output_scales(0, {scale});
+        if (with_mask) {
+          dnnl::post_ops po;
+          po.append_binary(dnnl::algorithm::binary_add, plan->mask_md);
+          attr.set_post_ops(po);
+        }
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->q_md, plan->kt_md, plan->s_md), attr, engine());
+        plan->qk = dnnl::matmul(pd);
+      };
+      bool made = false;
+      if (maskd) {
+        try {
+          make_qk(true);
+          made = plan->mask_in_matmul = true;
+        } catch (const dnnl::error&) {
+          // This broadcast has no matmul post-op kernel: the mask is added by a loop.
+        }
+      }
+      if (!made) make_qk(false);
+      dnnl::softmax_forward::desc sd(dnnl::prop_kind::forward_inference, plan->s_md, static_cast<int>(r) - 1);
+      plan->softmax = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(sd, engine()));
+      dnnl::matmul::primitive_desc pv(dnnl::matmul::desc(plan->s_md, plan->v_md, plan->y_md), engine());
+      plan->pv = dnnl::matmul(pv);
+    } catch (const dnnl::error&) {
+      plan->reference = true;
+      plans_.push_back(std::move(plan));
+      return plans_.back().get();
+    }
+    FERRY_ASSIGN_OR_RETURN(plan->scores, make_tensor(DType::kFloat32, plan->score_dims, plan->s_md));
+    plans_.push_back(std::move(plan));
+    return plans_.back().get();
+  }
+
+  const ir::Node& node_;
+  const ops::OpSchema* reference_ = nullptr;
+  std::vector<std::unique_ptr<AttnPlan>> plans_;
+};
+
+Result<std::unique_ptr<Kernel>> create_attention(const ir::Node& node) {
+  auto k = std::make_unique<AttentionKernel>(node);
+  FERRY_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+void register_attention(KernelTable& t) {
+  t.push_back({"com.ferry", "FusedAttention", attention_supports, create_attention});
+}
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,391 @@
+// MatMul, Gemm and com.ferry FusedMatMul on the oneDNN matmul primitive (fp32).
+//
+// One plan per input-shape combination (created at load for static shapes, lazily and cached
+// otherwise): numpy batch broadcasting by expanding both operands to the output's rank with size-1
+// batch dims (oneDNN broadcasts those), 1-D operands promoted as ONNX MatMul does, trans_a / trans_b
+// as strided memory descriptors (no copy). Constant weights (B an initializer: the Linear case) are
+// reordered once into the layout the primitive picks (format `any`), which is what makes oneDNN's
+// blocked GEMM kernels fast. alpha is the primitive's output scale; Bias and the residual Z are binary
+// add post-ops at their place in the chain (Bias first, Z where `sum` is), so nothing is copied into
+// the destination before the primitive runs. Shapes oneDNN cannot run (empty dims, a post-op chain it
+// rejects) run the op's reference kernel instead.
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
+#include "backends/cpu/post_ops.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+using md = dnnl::memory::desc;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+constexpr int kMaxRank = 12;  // oneDNN's DNNL_MAX_NDIMS
+
+bool all_float32(const ir::Node& n) {
+  for (int i = 0; i < n.num_inputs(); ++i)
+    if (n.has_input(i) && n.inputs[i]->dtype != DType::kFloat32) return false;
+  return n.has_output(0) && n.outputs[0]->dtype == DType::kFloat32;
+}
+
+bool rank_ok(const ir::Value* v, int lo, int hi) {
+  if (!v->shape) return true;  // checked at run
+  const int r = static_cast<int>(v->shape->size());
+  return r >= lo && r <= hi;
+}
+
+bool matmul_supports(const ir::Node& n) {
+  if (!n.has_input(0) || !n.has_input(1) || !all_float32(n)) return false;
+  if (n.op_type == "Gemm") {
+    if (n.opset < 7 && n.attr_int("broadcast", 0) == 0 && n.has_input(2)) return false;  // pre-7: C must match
+    return rank_ok(n.inputs[0], 2, 2) && rank_ok(n.inputs[1], 2, 2) && (!n.has_input(2) || rank_ok(n.inputs[2], 0, 2));
+  }
+  if (!rank_ok(n.inputs[0], 1, kMaxRank) || !rank_ok(n.inputs[1], 1, kMaxRank)) return false;
+  if (n.op_type == "FusedMatMul") {
+    auto ops = read_post_ops(n);
+    if (!ops.ok() || !post_ops_supported(*ops)) return false;
+    if ((sum_index(*ops) >= 0) != n.has_input(3)) return false;
+    if (n.has_input(2) && !rank_ok(n.inputs[2], 0, kMaxRank)) return false;
+  }
+  return true;
+}
+
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
+
+// Row-major strides of `dims`.
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// An operand as oneDNN sees it: logical dims [batch (expanded to `rank`-2 dims)..., rows, cols] over
+// the tensor's row-major bytes, the last two dims swapped through strides when transposed.
+md operand_desc(std::vector<int64_t> stored, bool trans, int rank) {
+  std::vector<int64_t> strides = dense_strides(stored);
+  if (trans) {
+    std::swap(stored[stored.size() - 2], stored.back());
+    std::swap(strides[strides.size() - 2], strides.back());
+  }
+  while (static_cast<int>(stored.size()) < rank) {
+    stored.insert(stored.begin(), 1);
+    strides.insert(strides.begin(), strides.front() * stored.front());  // a size-1 dim: any stride works
+  }
+  return md(to_dims(stored), dt::f32, to_dims(strides));
+}
+
+// Everything prepared for one (A, B, Bias) shape combination.
+struct MatMulPlan {
+  std::vector<int64_t> a_dims, b_dims, bias_dims;
+  std::vector<int64_t> out_dims;  // ONNX output dims (1-D operands' unit dims dropped)
+  bool reference = false;          // oneDNN cannot run this: the reference kernel does
+  md src_md, wei_md, dst_md, bias_md, z_md;
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  Tensor packed_b;   // constant B in pd.weights_desc() (undefined when B is not constant)
+  Tensor full_bias;  // Bias materialized to the output shape when oneDNN rejects its broadcast
+  bool bias_materialized = false;
+  bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
+  int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
+};
+
+class MatMulKernel : public Kernel {
+ public:
+  explicit MatMulKernel(const ir::Node& node) : node_(node) {}
+
+  Status init() {
+    const std::string& op = node_.op_type;
+    if (op == "Gemm") {
+      trans_a_ = node_.attr_int("transA", 0) != 0;
+      trans_b_ = node_.attr_int("transB", 0) != 0;
+      alpha_ = node_.attr_float("alpha", 1.f);
+      beta_ = node_.attr_float("beta", 1.f);
+      bias_input_ = node_.has_input(2) ? 2 : -1;
+    } else if (op == "FusedMatMul") {
+      trans_a_ = node_.attr_int("trans_a", 0) != 0;
+      trans_b_ = node_.attr_int("trans_b", 0) != 0;
+      alpha_ = node_.attr_float("alpha", 1.f);
+      bias_input_ = node_.has_input(2) ? 2 : -1;
+      FERRY_ASSIGN_OR_RETURN(ops_, read_post_ops(node_));
+      if (sum_index(ops_) >= 0) z_input_ = 3;
+    }
+    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
+    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    const ir::Value* b = node_.inputs[1];
+    if (b->is_constant() && b->initializer.is_plain()) const_b_ = b->initializer;
+    if (bias_input_ >= 0) {
+      const ir::Value* c = node_.inputs[bias_input_];
+      if (c->is_constant() && c->initializer.is_plain()) {
+        const_bias_ = c->initializer;
+        if (beta_ != 1.f) {
+          // Gemm's beta folded into the constant once.
+          Tensor scaled(DType::kFloat32, const_bias_.dims());
+          for (int64_t i = 0; i < scaled.numel(); ++i) scaled.data<float>()[i] = beta_ * const_bias_.data<float>()[i];
+          const_bias_ = scaled;
+        }
+      }
+    }
+    // Static shapes: prepare now, so run() only executes.
+    const ir::Value* a = node_.inputs[0];
+    auto static_of = [](const ir::Value* v) -> std::optional<std::vector<int64_t>> {
+      if (!v->shape || !is_static(*v->shape)) return std::nullopt;
+      return static_dims(*v->shape);
+    };
+    auto ad = static_of(a), bd = static_of(b);
+    std::optional<std::vector<int64_t>> cd = std::vector<int64_t>{};
+    if (bias_input_ >= 0) cd = static_of(node_.inputs[bias_input_]);
+    if (ad && bd && cd) {
+      auto p = plan_for(*ad, *bd, bias_input_ >= 0 ? &*cd : nullptr, const_b_.defined() ? &const_b_ : nullptr);
+      if (!p.ok()) return p.status();
+    }
+    return Status();
+  }
+
+  std::string name() const override { return impl_.empty() ? "cpu:matmul:reference" : "cpu:onednn:matmul:" + impl_; }
+
+  Status run(ops::KernelContext& ctx) override {
+    const std::string& op = node_.op_type;
+    FERRY_ASSIGN_OR_RETURN(const Tensor* a, ops::nn::tensor_in(ctx, 0, "A"));
+    FERRY_ASSIGN_OR_RETURN(const Tensor* b, ops::nn::tensor_in(ctx, 1, "B"));
+    const Tensor* bias = nullptr;
+    if (bias_input_ >= 0) { FERRY_ASSIGN_OR_RETURN(bias, ops::nn::optional_tensor_in(ctx, bias_input_, "Bias")); }
+    if (a->dtype() != DType::kFloat32 || b->dtype() != DType::kFloat32 || (bias && bias->dtype() != DType::kFloat32))
+      return reference_->kernel(ctx);  // the reference kernel reports the type error
+    const bool b_const = const_b_.defined() && b->raw() == const_b_.raw();
+    auto planned = plan_for(a->dims(), b->dims(), bias ? &bias->dims() : nullptr, b_const ? &const_b_ : nullptr);
+    if (!planned.ok()) {
+      // Shape errors: the reference kernel words them as the op does.
+      if (planned.status().code() == ErrorCode::kInvalidArgument) return reference_->kernel(ctx);
+      return planned.status();
+    }
+    MatMulPlan* p = *planned;
+    if (p->reference) return reference_->kernel(ctx);
+
+    // Bias: the constant (beta already folded in), or this run's value scaled by beta.
+    Tensor bias_t;
+    if (bias) {
+      if (const_bias_.defined() && bias->raw() == node_.inputs[bias_input_]->initializer.raw()) {
+        bias_t = p->bias_materialized ? p->full_bias : const_bias_;
+      } else {
+        bias_t = *bias;
+        if (beta_ != 1.f) {
+          Tensor s(DType::kFloat32, bias->dims());
+          for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = beta_ * bias->data<float>()[i];
+          bias_t = s;
+        }
+        if (p->bias_materialized) { FERRY_ASSIGN_OR_RETURN(bias_t, broadcast_to(bias_t, p->out_dims)); }
+      }
+    }
+    const Tensor* z = nullptr;
+    if (z_input_ >= 0) {
+      FERRY_ASSIGN_OR_RETURN(z, ops::nn::tensor_in(ctx, z_input_, "Z"));
+      if (z->dtype() != DType::kFloat32 || z->dims() != p->out_dims)
+        return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
+                               z->describe());
+    }
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, as_memory(*a, p->src_md)},
+        {DNNL_ARG_WEIGHTS, b_const ? as_memory(p->packed_b, p->pd.weights_desc()) : as_memory(*b, p->wei_md)},
+        {DNNL_ARG_DST, as_memory(*y, p->dst_md)}};
+    if (p->bias_po >= 0)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1, as_memory(bias_t, p->bias_md));
+    if (p->z_po >= 0) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1, as_memory(*z, p->z_md));
+    p->prim.execute(stream(), args);
+    stream().wait();
+    return Status();
+  }
+
+ private:
+  // `t` (plain) repeated to `dims` (numpy broadcasting).
+  static Result<Tensor> broadcast_to(const Tensor& t, const std::vector<int64_t>& dims) {
+    Tensor out(DType::kFloat32, dims);
+    const int r = static_cast<int>(dims.size());
+    std::vector<int64_t> td(r - t.rank(), 1);
+    td.insert(td.end(), t.dims().begin(), t.dims().end());
+    std::vector<int64_t> ts = dense_strides(td);
+    for (int i = 0; i < r; ++i)
+      if (td[i] == 1) ts[i] = 0;
+    std::vector<int64_t> idx(r, 0);
+    const float* src = t.data<float>();
+    float* dst = out.data<float>();
+    for (int64_t o = 0; o < out.numel(); ++o) {
+      int64_t off = 0;
+      for (int i = 0; i < r; ++i) off += idx[i] * ts[i];
+      dst[o] = src[off];
+      for (int i = r - 1; i >= 0; --i) {
+        if (++idx[i] < dims[i]) break;
+        idx[i] = 0;
+      }
+    }
+    return out;
+  }
+
+  // Creates the primitive for this post-op chain; false when oneDNN has none.
+  bool try_create(MatMulPlan& p, const md& bias_src1) {
+    try {
+      dnnl::primitive_attr attr;
+      if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
+      dnnl::post_ops po;
+      p.bias_po = p.z_po = -1;
+      if (!bias_src1.is_zero()) {
+        p.bias_po = po.len();
+        po.append_binary(dnnl::algorithm::binary_add, bias_src1);
+      }
+      for (const PostOp& op : ops_) {
+        if (op.kind == "sum") {
+          p.z_po = po.len();
+          po.append_binary(dnnl::algorithm::binary_add, p.z_md);
+          continue;
+        }
+        if (!append_post_ops({op}, po).ok()) return false;
+      }
+      attr.set_post_ops(po);
+      const md wei_any(p.wei_md.dims(), dt::f32, tag::any);
+      dnnl::matmul::desc d(p.src_md, p.packed_b_wanted ? wei_any : p.wei_md, p.dst_md);
+      p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
+      p.prim = dnnl::matmul(p.pd);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }
+
+  Result<MatMulPlan*> plan_for(const std::vector<int64_t>& ad, const std::vector<int64_t>& bd,
+                               const std::vector<int64_t>* cd, const Tensor* const_b) {
+    const std::vector<int64_t> cdims = cd ? *cd : std::vector<int64_t>{};
+    for (auto& p : plans_)
+      if (p->a_dims == ad && p->b_dims == bd && p->bias_dims == cdims) return p.get();
+    const std::string& op = node_.op_type;
+    if (ad.empty() || bd.empty()) return Status::invalid(op + ": A and B must have rank >= 1");
+    auto plan = std::make_unique<MatMulPlan>();
+    plan->a_dims = ad;
+    plan->b_dims = bd;
+    plan->bias_dims = cdims;
+    // 1-D operands: A [K] -> [1, K], B [K] -> [K, 1]; transposition does not apply to them.
+    std::vector<int64_t> a2 = ad, b2 = bd;
+    const bool ta = trans_a_ && ad.size() >= 2, tb = trans_b_ && bd.size() >= 2;
+    if (ad.size() == 1) a2.insert(a2.begin(), 1);
+    if (bd.size() == 1) b2.push_back(1);
+    const int64_t M = ta ? a2.back() : a2[a2.size() - 2], K = ta ? a2[a2.size() - 2] : a2.back();
+    const int64_t KB = tb ? b2.back() : b2[b2.size() - 2], N = tb ? b2[b2.size() - 2] : b2.back();
+    if (K != KB)
+      return Status::invalid(op + ": inner dimensions differ (A " + dims_to_string(ad) + ", B " + dims_to_string(bd) + ")");
+    std::vector<int64_t> abatch(a2.begin(), a2.end() - 2), bbatch(b2.begin(), b2.end() - 2);
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> batch, broadcast_dims(abatch, bbatch));
+    const int rank = static_cast<int>(batch.size()) + 2;
+    if (rank > kMaxRank) return Status::unsupported(op + ": rank above " + std::to_string(kMaxRank));
+    plan->out_dims = batch;
+    if (ad.size() > 1) plan->out_dims.push_back(M);
+    if (bd.size() > 1) plan->out_dims.push_back(N);
+    std::vector<int64_t> dst_dims = batch;
+    dst_dims.push_back(M);
+    dst_dims.push_back(N);
+    int64_t total = M * N * K;
+    for (int64_t d : batch) total *= d;
+    if (bias_input_ >= 0) {
+      auto bc = broadcast_dims(cdims, plan->out_dims);
+      if (!bc.ok() || *bc != plan->out_dims || cdims.size() > plan->out_dims.size())
+        return Status::invalid(op + ": Bias " + dims_to_string(cdims) + " does not broadcast to the output " +
+                               dims_to_string(plan->out_dims));
+    }
+    if (total == 0) {
+      plan->reference = true;  // empty dims: nothing for oneDNN to do, the reference fills zeros / bias
+      plans_.push_back(std::move(plan));
+      return plans_.back().get();
+    }
+    // A Linear layer (B without batch dims of its own, A not transposed): A's batch dims fold into M,
+    // one [batch*M, K] x [K, N] GEMM instead of many small ones (torch's attention feeds [S, B, E]
+    // activations, where per-batch GEMMs would have M = 1).
+    bool b_batched = false;
+    for (int64_t d : bbatch) b_batched = b_batched || d != 1;
+    const bool fold = !ta && !b_batched && !batch.empty();
+    if (fold) {
+      int64_t rows = M;
+      for (int64_t d : batch) rows *= d;
+      const std::vector<int64_t> b_mat(b2.end() - 2, b2.end());
+      plan->src_md = operand_desc({rows, K}, false, 2);
+      plan->wei_md = operand_desc(b_mat, tb, 2);
+      plan->dst_md = md({rows, N}, dt::f32, tag::ab);
+    } else {
+      plan->src_md = operand_desc(a2, ta, rank);
+      plan->wei_md = operand_desc(b2, tb, rank);
+      plan->dst_md = md(to_dims(dst_dims), dt::f32, to_dims(dense_strides(dst_dims)));
+    }
+    plan->packed_b_wanted = const_b != nullptr;
+    if (z_input_ >= 0) plan->z_md = plan->dst_md;
+    // The bias at the destination's rank, in dst's dims. A 1-D output's dropped dims are unit dims in dst.
+    md bias_src1;
+    if (bias_input_ >= 0) {
+      std::vector<int64_t> bias_out = plan->out_dims;  // bias broadcast to out, then mapped to dst dims
+      std::vector<int64_t> bx(plan->out_dims.size() - cdims.size(), 1);
+      bx.insert(bx.end(), cdims.begin(), cdims.end());
+      // Map out-dims positions to dst positions (insert the dropped M / N unit dims).
+      if (ad.size() == 1) bx.insert(bx.end() - (bd.size() > 1 ? 1 : 0), 1);
+      if (bd.size() == 1) bx.push_back(1);
+      bool row_vector = true;  // varies along N only
+      for (size_t i = 0; i + 1 < bx.size(); ++i) row_vector = row_vector && bx[i] == 1;
+      if (fold) bx = {1, bx.back()};
+      plan->bias_md = md(to_dims(bx), dt::f32, to_dims(dense_strides(bx)));
+      bias_src1 = plan->bias_md;
+      if (fold && !row_vector) bias_src1 = md();  // the folded rows cannot express it: materialized below
+    }
+    bool ok = !(bias_input_ >= 0 && bias_src1.is_zero()) && try_create(*plan, bias_src1);
+    if (!ok && bias_input_ >= 0) {
+      // oneDNN has no kernel for this bias broadcast: give it the bias at the full output shape.
+      plan->bias_materialized = true;
+      plan->bias_md = plan->dst_md;
+      ok = try_create(*plan, plan->bias_md);
+      if (ok && const_bias_.defined()) { FERRY_ASSIGN_OR_RETURN(plan->full_bias, broadcast_to(const_bias_, plan->out_dims)); }
+    }
+    if (!ok) {
+      plan->reference = true;
+    } else {
+      impl_ = plan->pd.impl_info_str();
+      if (const_b) {
+        FERRY_ASSIGN_OR_RETURN(plan->packed_b, make_tensor(DType::kFloat32, dst_dims_for_weights(*plan), plan->pd.weights_desc()));
+        reorder(as_memory(*const_b, plan->wei_md), as_memory(plan->packed_b, plan->pd.weights_desc()));
+      }
+    }
+    plans_.push_back(std::move(plan));
+    return plans_.back().get();
+  }
+
+  static std::vector<int64_t> dst_dims_for_weights(const MatMulPlan& p) {
+    const auto d = p.wei_md.dims();
+    return std::vector<int64_t>(d.begin(), d.end());
+  }
+
+  const ir::Node& node_;
+  bool trans_a_ = false, trans_b_ = false;
+  float alpha_ = 1.f, beta_ = 1.f;
+  int bias_input_ = -1, z_input_ = -1;
+  std::vector<PostOp> ops_;
+  const ops::OpSchema* reference_ = nullptr;
+  Tensor const_b_, const_bias_;
+  std::vector<std::unique_ptr<MatMulPlan>> plans_;
+  std::string impl_;
+};
+
+Result<std::unique_ptr<Kernel>> create_matmul(const ir::Node& node) {
+  auto k = std::make_unique<MatMulKernel>(node);
+  FERRY_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+void register_matmul(KernelTable& t) {
+  t.push_back({"", "MatMul", matmul_supports, create_matmul});
+  t.push_back({"", "Gemm", matmul_supports, create_matmul});
+  t.push_back({"com.ferry", "FusedMatMul", matmul_supports, create_matmul});
+}
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,114 @@
+// Transpose (fp32, any rank up to 12): contiguous runs copied by threads when the last axis stays
+// innermost (attention's head split/merge), else a oneDNN reorder: the source described with the output's
+// dims and the input's strides permuted, the destination dense. oneDNN's reorder kernels copy in
+// blocks and threads, where the reference kernel walks elements one by one (attention's head
+// split/merge transposes showed up in transformer profiles).
+#include <memory>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
+#include "backends/cpu/strided_copy.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+using md = dnnl::memory::desc;
+
+bool transpose_supports(const ir::Node& n) {
+  if (!n.has_input(0) || !n.has_output(0)) return false;
+  if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
+  return !n.inputs[0]->shape || (!n.inputs[0]->shape->empty() && n.inputs[0]->shape->size() <= 12);
+}
+
+class TransposeKernel : public Kernel {
+ public:
+  explicit TransposeKernel(const ir::Node& node) : node_(node) {}
+  std::string name() const override { return "cpu:onednn:transpose"; }
+
+  Status init() {
+    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
+    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    const ir::Value* x = node_.inputs[0];
+    if (x->shape && is_static(*x->shape)) (void)prepare(static_dims(*x->shape));
+    return Status();
+  }
+
+  Status run(ops::KernelContext& ctx) override {
+    FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return reference_->kernel(ctx);
+    if (x->dims() != dims_ || !ready_) {
+      if (!prepare(x->dims())) return reference_->kernel(ctx);  // a bad perm: the reference reports it
+    }
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
+    if (runs_) {
+      strided_copy(view_, x->data<float>(), y->data<float>());
+      return Status();
+    }
+    prim_.execute(stream(), {{DNNL_ARG_FROM, as_memory(*x, src_md_)}, {DNNL_ARG_TO, as_memory(*y, dst_md_)}});
+    stream().wait();
+    return Status();
+  }
+
+ private:
+  bool prepare(const std::vector<int64_t>& d) {
+    ready_ = false;
+    dims_ = d;
+    const int r = static_cast<int>(d.size());
+    std::vector<int64_t> perm = node_.attr_ints("perm");
+    if (perm.empty())
+      for (int i = r - 1; i >= 0; --i) perm.push_back(i);
+    if (static_cast<int>(perm.size()) != r) return false;
+    std::vector<bool> seen(r, false);
+    for (int64_t& p : perm) {
+      if (p < 0) p += r;
+      if (p < 0 || p >= r || seen[p]) return false;
+      seen[p] = true;
+    }
+    std::vector<int64_t> in_strides(r, 1);
+    for (int i = r - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * d[i + 1];
+    dnnl::memory::dims od(r), os(r);
+    out_dims_.assign(r, 0);
+    for (int i = 0; i < r; ++i) {
+      out_dims_[i] = od[i] = d[perm[i]];
+      os[i] = in_strides[perm[i]];
+    }
+    view_ = StridedView{out_dims_, std::vector<int64_t>(os.begin(), os.end()), 0};
+    runs_ = plan_strided_copy(view_);
+    if (runs_) {
+      ready_ = true;
+      return true;
+    }
+    try {
+      src_md_ = md(od, dnnl::memory::data_type::f32, os);
+      dst_md_ = plain_desc(DType::kFloat32, out_dims_);
+      prim_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src_md_, engine(), dst_md_));
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    ready_ = true;
+    return true;
+  }
+
+  const ir::Node& node_;
+  const ops::OpSchema* reference_ = nullptr;
+  std::vector<int64_t> dims_, out_dims_;
+  bool ready_ = false;
+  bool runs_ = false;  // the last axis stays innermost: memcpy runs instead of the reorder
+  StridedView view_;
+  md src_md_, dst_md_;
+  dnnl::reorder prim_;
+};
+
+Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node) {
+  auto k = std::make_unique<TransposeKernel>(node);
+  FERRY_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+void register_transpose(KernelTable& t) { t.push_back({"", "Transpose", transpose_supports, create_transpose}); }
+
+}  // namespace ferry::backends::cpu

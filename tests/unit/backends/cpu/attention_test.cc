@@ -1,0 +1,162 @@
+// The cpu backend's FusedAttention, Softmax / LogSoftmax and LayerNormalization against the reference
+// backend: 3-D and 4-D attention with and without (broadcast) masks, S != T, D != Dv, odd sizes;
+// softmax on each axis and with pre-13 2-D coercion; layer norm over one and two trailing axes.
+#include "unit/backends/cpu/conv_test_util.h"
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace ferry::backends::cpu::testing {
+namespace {
+
+// Runs `graph` on both backends and compares output 0 (`kernel_prefix`: what the cpu kernel's name
+// starts with, checked when the node's shapes are static).
+void compare(ir::Graph& graph, const std::vector<Tensor>& inputs, const std::string& kernel_prefix, const std::string& what) {
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE((*backend)->supports(*graph.nodes[0])) << what;
+  auto k = (*backend)->create_kernel(*graph.nodes[0]);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_EQ((*k)->name().rfind(kernel_prefix, 0), 0u) << (*k)->name();
+  auto cpu = run_graph(graph, "cpu", inputs);
+  auto ref = run_graph(graph, "reference", inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  expect_close((*cpu)[0], (*ref)[0], 1e-4f, what);
+}
+
+struct AttnCase {
+  std::string name;
+  std::vector<int64_t> q, k, v, mask;  // mask empty: none
+  float scale = 0;                     // 0: attribute absent (1/sqrt(D))
+};
+
+void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.name; }
+
+class CpuAttentionCases : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(CpuAttentionCases, MatchesReference) {
+  const AttnCase& c = GetParam();
+  GraphBuilder g;
+  std::vector<ir::Value*> ins{g.input("q", c.q), g.input("k", c.k), g.input("v", c.v)};
+  std::vector<Tensor> inputs{random_tensor(c.q, 1), random_tensor(c.k, 2), random_tensor(c.v, 3)};
+  if (!c.mask.empty()) {
+    ins.push_back(g.input("mask", c.mask));
+    Tensor m = random_tensor(c.mask, 4);
+    // Masked-out keys (-10000) where the mask varies along T. A mask constant along T (a column) adds
+    // the same value to a whole score row: -10000 there would only measure fp32 rounding at 1e4.
+    if (c.mask.back() > 1)
+      for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = m.data<float>()[i] < -0.6f ? -10000.f : m.data<float>()[i];
+    inputs.push_back(m);
+  }
+  Attrs a;
+  if (c.scale != 0) a["scale"] = float_attr(c.scale);
+  g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
+  compare(g.finish(), inputs, "cpu:onednn:attention", c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FusedAttention, CpuAttentionCases,
+    ::testing::Values(AttnCase{"b3d", {6, 7, 16}, {6, 7, 16}, {6, 7, 16}},
+                      AttnCase{"b4d", {2, 3, 9, 8}, {2, 3, 9, 8}, {2, 3, 9, 8}, {}, 0.3f},
+                      AttnCase{"s_ne_t_d_ne_dv", {2, 2, 5, 8}, {2, 2, 11, 8}, {2, 2, 11, 12}},
+                      AttnCase{"s1", {2, 4, 1, 16}, {2, 4, 13, 16}, {2, 4, 13, 16}},
+                      AttnCase{"s129", {1, 2, 129, 8}, {1, 2, 129, 8}, {1, 2, 129, 8}},
+                      AttnCase{"mask_padding", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 1, 1, 7}},
+                      AttnCase{"mask_causal", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {7, 7}},
+                      AttnCase{"mask_full", {2, 3, 5, 8}, {2, 3, 6, 8}, {2, 3, 6, 4}, {2, 3, 5, 6}},
+                      AttnCase{"mask_column", {2, 5, 8}, {2, 6, 8}, {2, 6, 8}, {5, 1}},
+                      AttnCase{"mask_3d", {4, 7, 8}, {4, 7, 8}, {4, 7, 8}, {4, 1, 7}}),
+    [](const ::testing::TestParamInfo<AttnCase>& i) { return i.param.name; });
+
+TEST(CpuAttention, MismatchedBatchIsAnError) {
+  GraphBuilder g;
+  ir::Value* y = g.node("FusedAttention", {g.input("q", {2, 4, 8}), g.input("k", {3, 4, 8}), g.input("v", {3, 4, 8})},
+                        {}, 1, "com.ferry");
+  y->shape = to_shape({2, 4, 8});
+  g.output(y);
+  auto r = run_graph(g.graph(), "cpu", {random_tensor({2, 4, 8}, 1), random_tensor({3, 4, 8}, 2), random_tensor({3, 4, 8}, 3)});
+  EXPECT_FALSE(r.ok());
+}
+
+struct SoftmaxCase {
+  std::string name;
+  std::string op;
+  std::vector<int64_t> x;
+  int64_t axis;
+  int opset;
+};
+
+class CpuSoftmaxCases : public ::testing::TestWithParam<SoftmaxCase> {};
+
+TEST_P(CpuSoftmaxCases, MatchesReference) {
+  const SoftmaxCase& c = GetParam();
+  GraphBuilder g;
+  g.output(g.node(c.op, {g.input("x", c.x)}, {{"axis", int_attr(c.axis)}}, c.opset));
+  Tensor x = random_tensor(c.x, 5);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 8.f;
+  compare(g.finish(), {x}, c.op == "Softmax" ? "cpu:onednn:softmax" : "cpu:onednn:logsoftmax", c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Softmax, CpuSoftmaxCases,
+    ::testing::Values(SoftmaxCase{"last", "Softmax", {3, 4, 129}, -1, 13}, SoftmaxCase{"axis0", "Softmax", {5, 3, 4}, 0, 13},
+                      SoftmaxCase{"axis1", "Softmax", {2, 7, 3}, 1, 13}, SoftmaxCase{"mid4d", "Softmax", {2, 3, 5, 4}, 2, 13},
+                      SoftmaxCase{"coerce2d_axis1", "Softmax", {2, 3, 4}, 1, 11},
+                      SoftmaxCase{"coerce2d_axis0", "Softmax", {2, 3, 4}, 0, 11},
+                      SoftmaxCase{"coerce2d_axis_neg", "Softmax", {2, 3, 4}, -1, 11},
+                      SoftmaxCase{"log_last", "LogSoftmax", {4, 33}, -1, 13},
+                      SoftmaxCase{"log_axis0", "LogSoftmax", {4, 5, 6}, 0, 13},
+                      SoftmaxCase{"log_coerce2d", "LogSoftmax", {3, 4, 5}, 1, 11}),
+    [](const ::testing::TestParamInfo<SoftmaxCase>& i) { return i.param.name; });
+
+TEST(CpuSoftmax, BadAxisIsAnError) {
+  GraphBuilder g;
+  ir::Value* y = g.node("Softmax", {g.input("x", {2, 3})}, {{"axis", int_attr(5)}}, 13);
+  y->shape = to_shape({2, 3});
+  g.output(y);
+  auto r = run_graph(g.graph(), "cpu", {random_tensor({2, 3}, 1)});
+  EXPECT_FALSE(r.ok());
+}
+
+struct LnCase {
+  std::string name;
+  std::vector<int64_t> x;
+  int64_t axis;
+  bool bias = true;
+};
+
+class CpuLayerNormCases : public ::testing::TestWithParam<LnCase> {};
+
+TEST_P(CpuLayerNormCases, MatchesReference) {
+  const LnCase& c = GetParam();
+  const size_t a = static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis);
+  std::vector<int64_t> nd(c.x.begin() + a, c.x.end());
+  GraphBuilder g;
+  std::vector<ir::Value*> ins{g.input("x", c.x), g.constant(random_tensor(nd, 6))};
+  if (c.bias) ins.push_back(g.constant(random_tensor(nd, 7)));
+  g.output(g.node("LayerNormalization", ins, {{"axis", int_attr(c.axis)}, {"epsilon", float_attr(1e-5f)}}, 17));
+  Tensor x = random_tensor(c.x, 8);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 3.f * x.data<float>()[i] + 0.5f;
+  compare(g.finish(), {x}, "cpu:onednn:layer_norm", c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(LayerNorm, CpuLayerNormCases,
+                         ::testing::Values(LnCase{"last_axis", {2, 7, 768}, -1}, LnCase{"odd", {3, 5, 13}, 2},
+                                           LnCase{"two_axes", {2, 6, 5, 4}, -2}, LnCase{"no_bias", {4, 33}, 1, false}),
+                         [](const ::testing::TestParamInfo<LnCase>& i) { return i.param.name; });
+
+TEST(CpuLayerNorm, StatisticsOutputsGoToTheReference) {
+  GraphBuilder g;
+  ir::Value* x = g.input("x", {2, 4});
+  ir::Value* y = g.node("LayerNormalization", {x, g.constant(random_tensor({4}, 1))}, {}, 17);
+  ir::Node* n = y->producer;
+  ir::Value* mean = g.graph().add_value("mean");
+  mean->dtype = DType::kFloat32;
+  mean->producer = n;
+  mean->producer_output = 1;
+  n->outputs.push_back(mean);
+  auto backend = make_backend("cpu");
+  EXPECT_FALSE((*backend)->supports(*n));
+}
+
+}  // namespace
+}  // namespace ferry::backends::cpu::testing
