@@ -48,7 +48,7 @@ CommandFn add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Summarise a model: inputs, outputs, opsets, op histogram, "
                                                 "parameters, estimated FLOPs");
-  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("MODEL", args->model, "the model (.onnx, or .ferry from `ferry compile`)")->required();
   cmd->add_option("--json", args->json, "also write the summary as JSON to FILE ('-': JSON on stdout only)")
       ->type_name("FILE");
   cmd->add_option("--shape", args->shapes, "concrete shape for a dynamic input, to count its FLOPs")

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/shape.h"
 #include "runtime/session.h"
+#include "tools/model_loader.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::cli {
@@ -52,7 +53,7 @@ int run_run(const RunArgs& a) {
   progress("loading " + a.model + " ...");
   runtime::SessionOptions so;
   so.input_shapes = opts.shapes;
-  auto session = runtime::Session::load(a.model, so);
+  auto session = tools::open_session(a.model, so);
   if (!session.ok()) return report_error(session.status());
   progress(fmt::format("loaded in {:.2f} s", seconds_since(t0)));
 
@@ -100,7 +101,7 @@ int run_run(const RunArgs& a) {
 CommandFn add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on given or random inputs and summarise its outputs");
-  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("MODEL", args->model, "the model (.onnx, or .ferry from `ferry compile`)")->required();
   cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")->type_name("NAME=FILE.npy");
   cmd->add_option("--inputs", args->inputs_path,
                   "feed every input from DIR/<name>.npy (names sanitized as for outputs) or from an .npz archive")
