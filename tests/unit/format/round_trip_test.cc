@@ -10,6 +10,7 @@
 #include "frontend/onnx/import.h"
 #include "ops/op.h"
 #include "runtime/session.h"
+#include "tools/compile.h"
 #include "tools/model_loader.h"
 #include "tools/run_inputs.h"
 
@@ -224,8 +225,16 @@ TEST(FerryFormat, GearsPickTheSessionByBatchAndNameTheGears) {
       << miss.status().to_string();
 }
 
-// The exported model tests (tests/models/export_models.py), when their cache exists: the .ferry file
-// computes exactly what the .onnx computes.
+// Session options for the .onnx side at the compile's opt level, so both run the same optimized graph
+// (SessionOptions gains opt_level in the runtime work; before that nothing is optimized at load).
+template <class O>
+O at_opt_level(O o, int level) {
+  if constexpr (requires { o.opt_level; }) o.opt_level = level;
+  return o;
+}
+
+// The exported model tests (tests/models/export_models.py), when their cache exists: `ferry compile`'s
+// .ferry file computes exactly what the .onnx computes.
 TEST(FerryFormat, ExportedModelsRoundTrip) {
   const char* home = std::getenv("HOME");
   std::filesystem::path dir = std::filesystem::path(home ? home : "/nonexistent") / ".cache/ferry/models";
@@ -237,11 +246,14 @@ TEST(FerryFormat, ExportedModelsRoundTrip) {
     const std::string onnx_path = (e.path() / "model.onnx").string();
     if (!std::filesystem::is_regular_file(onnx_path, ec)) continue;
     SCOPED_TRACE(onnx_path);
-    auto model = frontend::load_onnx(onnx_path);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    const std::string path = tmp.file(e.path().filename().string() + ".ferry");
-    ASSERT_TRUE(write_model(**model, {}, path).ok());
-    auto ref = tools::open_session(onnx_path);
+    tools::CompileRequest req;
+    req.model_path = onnx_path;
+    req.output_path = tmp.file(e.path().filename().string() + ".ferry");
+    req.opt_level = 2;
+    auto compiled = tools::compile_model(req);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    const std::string& path = req.output_path;
+    auto ref = tools::open_session(onnx_path, at_opt_level(runtime::SessionOptions{}, 2));
     auto got = tools::open_session(path);
     ASSERT_TRUE(ref.ok()) << ref.status().to_string();
     ASSERT_TRUE(got.ok()) << got.status().to_string();
