@@ -20,6 +20,14 @@ class Kernel {
   // Whether run() reads inputs in a non-plain TensorLayout (see core/tensor.h). When false, the
   // executor hands this kernel plain copies of such inputs.
   virtual bool accepts_layouts() const { return false; }
+  // The input whose memory output `output` may take over (in place) when that input dies at this node,
+  // or -1. The memory planner decides whether it does. Only for kernels that get that output with
+  // ctx.allocate_output_uninit, write a plain tensor of the input's dtype and size, and read each input
+  // element before writing the output element at the same index (elementwise ops).
+  virtual int inplace_input(int output) const {
+    (void)output;
+    return -1;
+  }
 };
 
 class Backend {

@@ -1,6 +1,7 @@
 // `ferry run MODEL [--input NAME=FILE.npy ...] [--inputs DIR|FILE.npz] [--shape NAME=DIMS ...] [--seed N]
-// [--normal] [--output-dir DIR]`: runs the model on the reference backend with the given or random
-// inputs, prints a summary of every output and optionally writes them as DIR/<name>.npy.
+// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N]`: runs the
+// model (by default optimized at level 2 on the cpu backend) with the given or random inputs, prints a
+// summary of every output and optionally writes them as DIR/<name>.npy.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/session_flags.h"
 #include "core/shape.h"
 #include "runtime/session.h"
 #include "tools/model_loader.h"
@@ -25,6 +27,7 @@ struct RunArgs {
   uint64_t seed = 0;
   bool normal = false;
   std::string output_dir;
+  SessionFlags session;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -51,7 +54,7 @@ int run_run(const RunArgs& a) {
 
   auto t0 = std::chrono::steady_clock::now();
   progress("loading " + a.model + " ...");
-  runtime::SessionOptions so;
+  runtime::SessionOptions so = session_options(a.session);
   so.input_shapes = opts.shapes;
   auto session = tools::open_session(a.model, so);
   if (!session.ok()) return report_error(session.status());
@@ -84,7 +87,7 @@ int run_run(const RunArgs& a) {
       std::printf("  %s: empty optional\n", name.c_str());
     }
   }
-  std::printf("ran in %.3f s (reference backend)\n", run_s);
+  std::printf("ran in %.3f s (%s backend, opt level %d)\n", run_s, a.session.backend.c_str(), a.session.opt_level);
 
   if (!a.output_dir.empty()) {
     std::vector<std::string> notes;
@@ -113,6 +116,7 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--output-dir", args->output_dir,
                   "write each output as DIR/<name>.npy (characters outside A-Za-z0-9_.- become '_')")
       ->type_name("DIR");
+  add_session_flags(cmd, args->session);
   return [args] { return run_run(*args); };
 }
 

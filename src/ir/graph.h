@@ -136,7 +136,18 @@ struct Model {
 // allowed), single producer per value, graph outputs exist, producer links are consistent.
 Status verify(const Graph& g);
 
-// Human-readable text of the graph (one node a line, types where known, subgraphs indented).
+// Human-readable text of the graph (one node a line, types where known, subgraphs indented). The
+// grammar is in docs/ir.md; parse_model/parse_graph read it back.
 std::string print_graph(const Graph& g);
+// The model's opset lines followed by its graph; nodes whose opset differs from the model's print as Op@N.
+std::string print_model(const Model& m);
+// A string literal as the printer writes it ("..." with \" \\ \n \t escapes).
+std::string quote_ir_string(const std::string& s);
+
+// Parses the printer's text (docs/ir.md). Opset lines are optional: without any, the default domain
+// gets opset 17 and com.ferry opset 1. Constants printed without data (and fixtures that give only a
+// type) get a deterministic fill seeded by the value name: uniform in [-1, 1) for floats, [0, 10) for
+// integers, or `= uniform(lo, hi)` explicitly. Errors name the line ("line 7: ...").
+Result<std::unique_ptr<Model>> parse_model(const std::string& text);
 
 }  // namespace ferry::ir

@@ -44,8 +44,14 @@ class KernelContext {
   // Sets tensor output i.
   void set_output(int i, Tensor t) { outputs_[i] = RtValue(std::move(t)); }
   void set_output_value(int i, RtValue v) { outputs_[i] = std::move(v); }
-  // Allocates output i (zero-filled), failing cleanly for absurd sizes.
+  // Allocates output i (zero-filled), failing cleanly for absurd sizes. When the runtime gave output i
+  // a slot (set_output_slot) and the tensor fits, the tensor is a view of the slot's memory.
   Result<Tensor*> allocate_output(int i, DType dtype, std::vector<int64_t> dims);
+  // Like allocate_output, without zero-filling the slot: for kernels that write every element.
+  Result<Tensor*> allocate_output_uninit(int i, DType dtype, std::vector<int64_t> dims);
+  // Memory the runtime planned for output i (a view into the session's arena; `keep_alive` owns it). A
+  // kernel that builds its own output tensor simply leaves the slot unused.
+  void set_output_slot(int i, void* mem, size_t bytes, std::shared_ptr<void> keep_alive);
   std::vector<RtValue>& outputs() { return outputs_; }
   SubgraphRunner* runner() const { return runner_; }
 
@@ -57,6 +63,13 @@ class KernelContext {
   std::vector<const RtValue*> inputs_;
   std::vector<RtValue> outputs_;
   SubgraphRunner* runner_;
+  struct Slot {
+    void* mem = nullptr;
+    size_t bytes = 0;
+    std::shared_ptr<void> keep_alive;
+  };
+  std::vector<Slot> slots_;  // empty unless the runtime set one
+  Result<Tensor*> allocate(int i, DType dtype, std::vector<int64_t> dims, bool zero);
 };
 
 // What inference sees: the node with its input Values (dtype/shape where known, constant data where the

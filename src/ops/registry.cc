@@ -1,7 +1,10 @@
 // The op registry, the context helpers, and whole-graph inference.
+#include <cstring>
 #include <mutex>
 
 #include "ops/op.h"
+
+#include "core/shape.h"
 #include "ops/util/tensor_common.h"
 
 namespace ferry::ops {
@@ -50,6 +53,32 @@ std::vector<const OpSchema*> OpRegistry::all() const {
 }
 
 Result<Tensor*> KernelContext::allocate_output(int i, DType dtype, std::vector<int64_t> dims) {
+  return allocate(i, dtype, std::move(dims), /*zero=*/true);
+}
+
+Result<Tensor*> KernelContext::allocate_output_uninit(int i, DType dtype, std::vector<int64_t> dims) {
+  return allocate(i, dtype, std::move(dims), /*zero=*/false);
+}
+
+void KernelContext::set_output_slot(int i, void* mem, size_t bytes, std::shared_ptr<void> keep_alive) {
+  if (i < 0 || i >= num_outputs()) return;
+  if (slots_.size() < outputs_.size()) slots_.resize(outputs_.size());
+  slots_[i] = Slot{mem, bytes, std::move(keep_alive)};
+}
+
+Result<Tensor*> KernelContext::allocate(int i, DType dtype, std::vector<int64_t> dims, bool zero) {
+  if (i >= 0 && static_cast<size_t>(i) < slots_.size() && slots_[i].mem && dtype != DType::kUndefined) {
+    const Slot& slot = slots_[i];
+    auto n = checked_numel(dims);
+    // A tensor that does not fit (a shape other than the planned one) gets its own memory below.
+    if (n.ok() && static_cast<uint64_t>(*n) <= slot.bytes / dtype_size(dtype)) {
+      Tensor t = Tensor::wrap(dtype, std::move(dims), slot.mem, slot.keep_alive);
+      if (zero) std::memset(slot.mem, 0, t.nbytes());
+      outputs_[i] = RtValue(std::move(t));
+      return &outputs_[i].tensor;
+    }
+  }
+  // Without a slot memory always comes zeroed (uninit saves nothing there).
   FERRY_ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, std::move(dims)));
   outputs_[i] = RtValue(std::move(t));
   return &outputs_[i].tensor;

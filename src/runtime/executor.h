@@ -1,5 +1,15 @@
-// The executor: runs a graph node by node on the reference kernels, in nested scopes so subgraphs
+// The executor: runs a graph node by node on prepared kernels, in nested scopes so subgraphs
 // (If/Loop/Scan bodies) see their outer-scope values, freeing each intermediate after its last use.
+//
+// Memory: the main graph's plain intermediates whose size is static after inference live in one
+// 64-byte aligned arena, placed by the memory planner (memory_planner.h) at prepare time and reused by
+// every run; kernels get their slot through KernelContext::set_output_slot. Subgraph values, graph
+// outputs and dynamic-size values keep their own allocations. A tensor in the arena never outlives its
+// planned lifetime: a value produced by an aliasing op (Reshape, Identity, Squeeze, Unsqueeze, Flatten)
+// extends the lifetime of the buffer it views, and any other output found pointing into the arena
+// outside the range planned for it (a graph output, a sequence element, an If/Loop result that
+// forwards an outer value, an op that returned its input) is copied out right after its node ran.
+// One run at a time per Executor (Session::run serializes).
 #pragma once
 #include <map>
 #include <memory>
@@ -11,6 +21,7 @@
 #include "ir/graph.h"
 #include "backends/backend.h"
 #include "ops/op.h"
+#include "runtime/memory_planner.h"
 #include "runtime/session.h"
 
 namespace ferry::runtime {
@@ -22,27 +33,58 @@ struct Scope {
   const RtValue* find(const ir::Value* v) const;
 };
 
+// A byte range of the arena; bytes == 0: none.
+struct ArenaRange {
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// The main graph's memory plan: which values live in the arena, where, and from when to when.
+struct GraphMemory {
+  std::vector<BufferRequest> requests;    // one per arena-placed value, in node order
+  std::vector<const ir::Value*> values;   // the value of each request
+  MemoryPlan plan;
+  std::vector<std::vector<ArenaRange>> slots;    // [node][output]: planned memory, if any
+  std::vector<std::vector<ArenaRange>> allowed;  // [node][output]: the arena range it may point into
+};
+
 // Per-graph facts computed once: each node's prepared kernel and which values die after which node.
 struct GraphPlan {
   std::vector<std::unique_ptr<backends::Kernel>> kernels;
   std::vector<std::vector<const ir::Value*>> release_after;  // values of this graph to free after node i
+  std::unique_ptr<GraphMemory> memory;  // main graph only
 };
 
 class Executor {
  public:
   // `primary` gets every node it supports; the rest run on the reference backend.
   explicit Executor(std::unique_ptr<backends::Backend> primary);
-  // Prepares the plans of `g` and all its subgraphs now, so bad nodes are reported at load time.
+  // Prepares the plans of the main graph `g` and all its subgraphs now, so bad nodes are reported at
+  // load time, then plans the main graph's memory and allocates the arena.
   Status prepare(const ir::Graph& g);
   // Runs `g` with `scope` holding its inputs; graph outputs are left in `scope`. `hook` is called after
-  // each node of `g` (not of its subgraphs).
+  // each node of `g` (not of its subgraphs); while a hook is given the arena is not used, since a hook
+  // may keep the tensors it sees.
   Status run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook);
   Result<const GraphPlan*> plan_for(const ir::Graph& g);
 
+  // The main graph's plan (kernels, memory), null before prepare.
+  const GraphPlan* main_plan() const { return main_plan_; }
+  // Bytes of the arena actually allocated (0 when there is none, e.g. nothing static to place or the
+  // plan exceeded the per-tensor size limit).
+  size_t arena_bytes() const { return arena_ ? arena_size_ : 0; }
+
  private:
+  Status prepare_graph(const ir::Graph& g);
+  Status plan_memory_for(const ir::Graph& g, GraphPlan& plan);
+
   std::unique_ptr<backends::Backend> primary_;
   std::unique_ptr<backends::Backend> reference_;
   std::map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
+  const ir::Graph* main_graph_ = nullptr;
+  const GraphPlan* main_plan_ = nullptr;
+  std::shared_ptr<void> arena_;
+  size_t arena_size_ = 0;
 };
 
 }  // namespace ferry::runtime

@@ -4,19 +4,28 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "passes/pipeline.h"
 
 namespace ferry::runtime {
 
 struct SessionOptions {
   std::string backend = "reference";
-  // Concrete sizes for symbolic/unknown input dims, by input name (e.g. from `--shape`).
+  // Concrete shapes for inputs (by input name, e.g. from `--shape`): fixed in the graph at load, so
+  // shapes re-infer statically, shape subgraphs fold and the memory planner can place more tensors.
+  // They must agree with the declared rank and static dims; runs must then feed exactly these shapes.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Graph optimization level for passes::optimize (0: none ... 3, see passes/pipeline.h). The library
+  // default is 0 (the graph runs as imported); the CLI defaults to 2.
+  int opt_level = 0;
+  // Threads for the cpu backend's kernels (OpenMP; process-wide); 0 keeps the default (all cores).
+  int threads = 0;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.
@@ -45,20 +54,32 @@ class Session {
   std::vector<InputInfo> inputs() const;
   std::vector<InputInfo> outputs() const;
 
-  // Runs the model. Inputs are checked against the declared dtypes and static dims (errors name the
+  // Runs the model. One run at a time per Session: the session's memory arena is reused by every run,
+  // so concurrent calls are serialized (use one Session per thread to run in parallel).
+  // Inputs are checked against the declared dtypes and static dims (errors name the
   // input); missing or unknown inputs are errors. Returns outputs by graph output name, in order.
   Result<std::vector<std::pair<std::string, RtValue>>> run(const std::map<std::string, RtValue>& inputs);
   // Tensor-only convenience.
   Result<std::vector<std::pair<std::string, Tensor>>> run_tensors(const std::map<std::string, Tensor>& inputs);
 
+  // Set before run(); a hook may keep the tensors it sees, so while one is set intermediates are not
+  // placed in the session's memory arena.
   void set_node_hook(NodeHook hook) { hook_ = std::move(hook); }
+
+  const SessionOptions& options() const { return opts_; }
+  // What each optimization pass did at load (empty at opt_level 0).
+  const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
+  // The prepared executor: kernels per node and the memory plan (for `inspect --plan`).
+  const Executor& executor() const { return *executor_; }
 
  private:
   Session() = default;
   std::unique_ptr<ir::Model> model_;
   std::unique_ptr<class Executor> executor_;
   SessionOptions opts_;
+  std::vector<passes::PassReport> pass_reports_;
   NodeHook hook_;
+  std::mutex run_mutex_;
 };
 
 }  // namespace ferry::runtime

@@ -1,9 +1,11 @@
-// ONNX node conformance runner: runs every test of the ONNX package's node suite on ferry's reference
-// backend and compares with the expected outputs using the ONNX backend-test rule
+// ONNX node conformance runner: runs every test of the ONNX package's node suite on one of ferry's
+// backends (--backend, default reference; --opt-level, default 0) and compares with the expected outputs using the ONNX backend-test rule
 // (|out - ref| <= atol + rtol * |ref|, NaN == NaN, same shape and dtype; bfloat16 gets rtol >= 2^-6).
 // Each test runs in a forked child with a time limit, so a crash or a hang is a result, not the end.
 // A checked-in manifest gives each test its expected status (pass, or a known non-pass with a reason);
 // the summary counts passes, unexpected results (regressions and unexpected passes) and known non-passes.
+// The same manifest serves every backend: a line "<backend>: <test> <status> [reason]" (e.g. "cpu: ...")
+// overrides the plain line for that backend only.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -93,10 +95,10 @@ std::vector<std::string> sorted_entries(const fs::path& dir, const std::string& 
 }
 
 // Runs one test; returns "" on pass, else the reason.
-std::string run_test(const fs::path& dir) {
+std::string run_test(const fs::path& dir, const runtime::SessionOptions& so) {
   Tol tol;
   if (std::ifstream tf(dir / "tolerance.txt"); tf) tf >> tol.rtol >> tol.atol;
-  auto session = runtime::Session::load((dir / "model.onnx").string());
+  auto session = runtime::Session::load((dir / "model.onnx").string(), so);
   if (!session.ok()) return session.status().to_string();
   const ir::Graph& g = (*session)->graph();
   auto sets = sorted_entries(dir, "test_data_set_");
@@ -127,14 +129,14 @@ std::string run_test(const fs::path& dir) {
 }
 
 // Forks, runs the test with a time limit, returns {passed, reason}.
-std::pair<bool, std::string> run_isolated(const fs::path& dir, int timeout_s) {
+std::pair<bool, std::string> run_isolated(const fs::path& dir, int timeout_s, const runtime::SessionOptions& so) {
   int fds[2];
   if (pipe(fds) != 0) return {false, "pipe failed"};
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
-    std::string r = run_test(dir);
+    std::string r = run_test(dir, so);
     std::string msg = r.empty() ? "PASS" : "FAIL " + r;
     if (msg.size() > 4000) msg.resize(4000);
     ssize_t unused = write(fds[1], msg.data(), msg.size());
@@ -165,21 +167,30 @@ struct ManifestEntry {
   std::string reason;
 };
 
-std::map<std::string, ManifestEntry> read_manifest(const std::string& path) {
-  std::map<std::string, ManifestEntry> m;
+// Plain lines first, then this backend's "<backend>:" lines override them; other backends' are skipped.
+std::map<std::string, ManifestEntry> read_manifest(const std::string& path, const std::string& backend) {
+  std::map<std::string, ManifestEntry> m, overrides;
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream is(line);
     std::string name, status;
-    is >> name >> status;
+    is >> name;
+    auto* into = &m;
+    if (!name.empty() && name.back() == ':') {
+      if (name != backend + ":") continue;
+      into = &overrides;
+      is >> name;
+    }
+    is >> status;
     std::string reason;
     std::getline(is, reason);
     size_t p = reason.find_first_not_of(" \t");
     reason = p == std::string::npos ? "" : reason.substr(p);
-    m[name] = {status, reason};
+    (*into)[name] = {status, reason};
   }
+  for (auto& [name, e] : overrides) m[name] = e;
   return m;
 }
 
@@ -193,7 +204,7 @@ std::string short_reason(std::string r) {
 
 int usage() {
   std::cerr << "usage: ferry_conformance --data DIR [--manifest FILE] [--filter REGEX] [--write-manifest FILE]\n"
-               "                         [--timeout S] [--verbose]\n";
+               "                         [--timeout S] [--backend reference|cpu] [--opt-level 0..3] [--verbose]\n";
   return 2;
 }
 
@@ -203,6 +214,7 @@ int main(int argc, char** argv) {
   std::string data, manifest_path, filter, write_path;
   int timeout_s = 60;
   bool verbose = false;
+  runtime::SessionOptions so;  // reference backend, opt level 0 unless told otherwise
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -211,6 +223,8 @@ int main(int argc, char** argv) {
     else if (a == "--filter") filter = next();
     else if (a == "--write-manifest") write_path = next();
     else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
+    else if (a == "--backend") so.backend = next();
+    else if (a == "--opt-level") so.opt_level = std::atoi(next().c_str());
     else if (a == "--verbose" || a == "-v") verbose = true;
     else return usage();
   }
@@ -218,7 +232,9 @@ int main(int argc, char** argv) {
     std::cerr << "error: --data DIR must name the folder of ONNX node tests (see generate_node_tests.py)\n";
     return 2;
   }
-  auto manifest = manifest_path.empty() ? std::map<std::string, ManifestEntry>() : read_manifest(manifest_path);
+  if (so.backend != "reference" && so.backend != "cpu") return usage();
+  if (so.opt_level < 0 || so.opt_level > 3) return usage();
+  auto manifest = manifest_path.empty() ? std::map<std::string, ManifestEntry>() : read_manifest(manifest_path, so.backend);
   std::vector<std::string> tests;
   std::regex re(filter.empty() ? ".*" : filter);
   for (const auto& e : fs::directory_iterator(data)) {
@@ -231,7 +247,7 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < tests.size(); ++i) {
     const std::string& t = tests[i];
-    auto [ok, reason] = run_isolated(fs::path(data) / t, timeout_s);
+    auto [ok, reason] = run_isolated(fs::path(data) / t, timeout_s, so);
     results.emplace_back(t, ok ? "" : short_reason(reason));
     if (ok) actual_pass++;
     auto it = manifest.find(t);
@@ -269,7 +285,7 @@ int main(int argc, char** argv) {
       f << t << (r.empty() ? " pass" : " fail " + reason) << "\n";
     }
   }
-  std::cout << "conformance: " << passed << " passed, " << failed << " failed, " << skipped << " skipped (total "
+  std::cout << "conformance (" << so.backend << ", opt level " << so.opt_level << "): " << passed << " passed, " << failed << " failed, " << skipped << " skipped (total "
             << tests.size() << ", " << actual_pass << " pass = " << (tests.empty() ? 0 : 100.0 * actual_pass / tests.size())
             << "%, " << static_cast<int>(secs) << " s)\n";
   return failed ? 1 : 0;

@@ -6,6 +6,12 @@ namespace ferry::backends::cpu {
 
 // Kernel files: each adds its entries to the table. Add one line per new file.
 // (declarations of register_* functions go here)
+void register_conv(KernelTable& t);
+void register_conv_transpose(KernelTable& t);
+void register_pool(KernelTable& t);
+void register_batch_norm(KernelTable& t);
+void register_eltwise(KernelTable& t);
+void register_binary(KernelTable& t);
 
 namespace {
 
@@ -13,6 +19,12 @@ const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable t;
     // (register_* calls go here)
+    register_conv(t);
+    register_conv_transpose(t);
+    register_pool(t);
+    register_batch_norm(t);
+    register_eltwise(t);
+    register_binary(t);
     return t;
   }();
   return t;

@@ -1,0 +1,167 @@
+// Add, Sub, Mul, Div, Max, Min (two inputs) on oneDNN binary (fp32) with numpy broadcasting where
+// the first operand has the output's shape (swapped for the commutative ops): residual adds between
+// blocked convolution outputs, and squeeze-excite's [N,C,H,W] * [N,C,1,1], run without reorders.
+#include <memory>
+#include <optional>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+using md = dnnl::memory::desc;
+using alg = dnnl::algorithm;
+
+std::optional<alg> binary_alg(const std::string& op) {
+  if (op == "Add") return alg::binary_add;
+  if (op == "Sub") return alg::binary_sub;
+  if (op == "Mul") return alg::binary_mul;
+  if (op == "Div") return alg::binary_div;
+  if (op == "Max") return alg::binary_max;
+  if (op == "Min") return alg::binary_min;
+  return std::nullopt;
+}
+
+bool commutative(const std::string& op) { return op == "Add" || op == "Mul" || op == "Max" || op == "Min"; }
+
+bool binary_supports(const ir::Node& n) {
+  if (n.num_inputs() != 2 || !n.has_input(0) || !n.has_input(1) || !n.has_output(0)) return false;
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* v = n.inputs[i];
+    if (v->dtype != DType::kFloat32 || !v->shape || v->shape->size() > 12) return false;
+  }
+  if (n.outputs[0]->dtype != DType::kFloat32) return false;
+  return binary_alg(n.op_type).has_value();
+}
+
+// `t`'s descriptor with leading unit dims up to `rank` (plain tensors only; blocked ones already
+// have the output's rank when they come from a convolution).
+Result<md> desc_at_rank(const Tensor& t, int rank) {
+  if (t.rank() == rank) return desc_of(t);
+  if (!t.is_plain()) return Status::unsupported("a blocked operand of lower rank");
+  std::vector<int64_t> d(rank - t.rank(), 1);
+  d.insert(d.end(), t.dims().begin(), t.dims().end());
+  return plain_desc(t.dtype(), d);
+}
+
+class BinaryKernel : public Kernel {
+ public:
+  BinaryKernel(const ir::Node& node, alg a, bool blocked_out) : node_(node), alg_(a), blocked_out_(blocked_out) {}
+  std::string name() const override { return "cpu:onednn:binary"; }
+  bool accepts_layouts() const override { return true; }
+
+  Status run(ops::KernelContext& ctx) override {
+    const std::string& op = node_.op_type;
+    FERRY_ASSIGN_OR_RETURN(const Tensor* a, ops::nn::tensor_in(ctx, 0, "A"));
+    FERRY_ASSIGN_OR_RETURN(const Tensor* b, ops::nn::tensor_in(ctx, 1, "B"));
+    if (a->dtype() != DType::kFloat32 || b->dtype() != DType::kFloat32)
+      return Status::invalid(op + ": the cpu kernel takes float32 inputs");
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, broadcast_dims(a->dims(), b->dims()));
+    const Tensor* full = a;
+    const Tensor* other = b;
+    if (a->dims() != out_dims) {
+      if (!commutative(op) || b->dims() != out_dims) return plain_fallback(ctx, *a, *b);
+      std::swap(full, other);
+    }
+    if (out_dims.empty() || out_dims.size() > 12) return plain_fallback(ctx, *a, *b);
+    const int rank = static_cast<int>(out_dims.size());
+    const md src0 = desc_of(*full);
+    Tensor other_t = *other;
+    // Same shape, different layout: bring the second operand into the first's layout (oneDNN's fast
+    // binary kernels want matching formats).
+    if (other->dims() == out_dims && !(desc_of(*other) == src0)) {
+      FERRY_ASSIGN_OR_RETURN(other_t, reorder_to(*other, src0));
+    }
+    auto src1 = desc_at_rank(other_t, rank);
+    if (!src1.ok()) return plain_fallback(ctx, *a, *b);
+    if (!pd_ || !(src0_ == src0) || !(src1_ == *src1)) {
+      try {
+        dnnl::binary::desc d(alg_, src0, *src1, src0);
+        pd_ = dnnl::binary::primitive_desc(d, engine());
+        prim_ = dnnl::binary(pd_);
+        src0_ = src0;
+        src1_ = *src1;
+      } catch (const dnnl::error& e) {
+        return Status::unsupported(op + ": oneDNN binary failed for " + a->describe() + ", " + b->describe() + ": " + e.what());
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, out_dims, src0));
+    if (dst.numel() > 0) {
+      prim_.execute(stream(), {{DNNL_ARG_SRC_0, as_memory(*full, src0)},
+                               {DNNL_ARG_SRC_1, as_memory(other_t, *src1)},
+                               {DNNL_ARG_DST, as_memory(dst, src0)}});
+      stream().wait();
+    }
+    if (!blocked_out_ && !dst.is_plain()) {
+      FERRY_ASSIGN_OR_RETURN(dst, dst.plain());
+    }
+    ctx.set_output(0, std::move(dst));
+    return Status();
+  }
+
+ private:
+  // Broadcasting the first operand of Sub/Div (or both): oneDNN's binary cannot, so the operands are
+  // made plain and the result is computed with the first operand expanded to the output shape.
+  Status plain_fallback(ops::KernelContext& ctx, const Tensor& a, const Tensor& b) {
+    FERRY_ASSIGN_OR_RETURN(Tensor pa, a.plain());
+    FERRY_ASSIGN_OR_RETURN(Tensor pb, b.plain());
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, broadcast_dims(pa.dims(), pb.dims()));
+    if (out_dims.empty() || out_dims.size() > 12) {
+      out_dims.insert(out_dims.begin(), 1);  // scalars as [1]
+      FERRY_ASSIGN_OR_RETURN(pa, pa.reshaped(std::vector<int64_t>(1, pa.numel())));
+      FERRY_ASSIGN_OR_RETURN(pb, pb.reshaped(std::vector<int64_t>(1, pb.numel())));
+      if (out_dims.size() > 12) return Status::unsupported(node_.op_type + ": rank past 12");
+    }
+    const int rank = static_cast<int>(out_dims.size());
+    FERRY_ASSIGN_OR_RETURN(md da, desc_at_rank(pa, rank));
+    FERRY_ASSIGN_OR_RETURN(md db, desc_at_rank(pb, rank));
+    // Expand a to the output shape: zeros + a (broadcast), then apply the op with b.
+    const md out_md = plain_desc(DType::kFloat32, out_dims);
+    FERRY_ASSIGN_OR_RETURN(Tensor full, make_tensor_zeroed(DType::kFloat32, out_dims, out_md));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, out_dims, out_md));
+    try {
+      dnnl::memory dst_mem = as_memory(full, out_md);
+      if (full.numel() > 0) {
+        dnnl::binary expand(dnnl::binary::primitive_desc(dnnl::binary::desc(alg::binary_add, out_md, da, out_md), engine()));
+        expand.execute(stream(), {{DNNL_ARG_SRC_0, dst_mem}, {DNNL_ARG_SRC_1, as_memory(pa, da)}, {DNNL_ARG_DST, dst_mem}});
+        dnnl::binary apply(dnnl::binary::primitive_desc(dnnl::binary::desc(alg_, out_md, db, out_md), engine()));
+        apply.execute(stream(), {{DNNL_ARG_SRC_0, dst_mem}, {DNNL_ARG_SRC_1, as_memory(pb, db)},
+                                 {DNNL_ARG_DST, as_memory(dst, out_md)}});
+        stream().wait();
+      }
+    } catch (const dnnl::error& e) {
+      return Status::unsupported(node_.op_type + ": oneDNN binary failed: " + std::string(e.what()));
+    }
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> onnx_dims, broadcast_dims(a.dims(), b.dims()));
+    FERRY_ASSIGN_OR_RETURN(dst, dst.reshaped(onnx_dims));
+    ctx.set_output(0, std::move(dst));
+    return Status();
+  }
+
+  const ir::Node& node_;
+  alg alg_;
+  bool blocked_out_;
+  md src0_, src1_;
+  dnnl::binary::primitive_desc pd_;
+  dnnl::binary prim_;
+};
+
+Result<std::unique_ptr<Kernel>> create_binary(const ir::Node& node) {
+  auto a = binary_alg(node.op_type);
+  if (!a) return Status::unsupported("the cpu backend has no binary kernel for " + node.label());
+  return std::unique_ptr<Kernel>(new BinaryKernel(node, *a, may_produce_blocked(*node.outputs[0])));
+}
+
+}  // namespace
+
+void register_binary(KernelTable& t) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    t.push_back({"", op, binary_supports, create_binary});
+    declare_layout_aware("", op);
+  }
+}
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,215 @@
+#include "backends/cpu/layout.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <utility>
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace ferry::backends::cpu {
+
+using dt = dnnl::memory::data_type;
+
+dt dnnl_dtype(DType t) {
+  switch (t) {
+    case DType::kFloat32: return dt::f32;
+    case DType::kFloat16: return dt::f16;
+    case DType::kBFloat16: return dt::bf16;
+    case DType::kInt32: return dt::s32;
+    case DType::kInt8: return dt::s8;
+    case DType::kUInt8: return dt::u8;
+    default: return dt::undef;
+  }
+}
+
+dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims) {
+  dnnl::memory::dims d(dims.begin(), dims.end());
+  if (d.empty()) d.push_back(1);
+  dnnl::memory::dims strides(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * std::max<int64_t>(d[i + 1], 1);
+  return dnnl::memory::desc(d, dnnl_dtype(t), strides);
+}
+
+dnnl::memory::desc desc_of(const Tensor& t) {
+  if (const auto* l = dynamic_cast<const DnnlLayout*>(t.layout())) return l->desc();
+  return plain_desc(t.dtype(), t.dims());
+}
+
+bool is_plain_desc(const dnnl::memory::desc& md) {
+  if (md.data.format_kind != dnnl_blocked || md.data.format_desc.blocking.inner_nblks != 0) return false;
+  const int n = md.data.ndims;
+  int64_t expect = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    // A unit dim's stride does not matter for addressing.
+    if (md.data.dims[i] != 1 && md.data.format_desc.blocking.strides[i] != expect) return false;
+    expect *= md.data.dims[i];
+  }
+  for (int i = 0; i < n; ++i)
+    if (md.data.padded_dims[i] != md.data.dims[i]) return false;
+  return md.data.offset0 == 0;
+}
+
+std::string describe_desc(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind == dnnl_format_kind_any) return "any";
+  if (d.format_kind != dnnl_blocked) return "opaque";
+  const int n = d.ndims;
+  // Activation-style letters for the usual ranks (n, c, then spatial), generic a, b, c... otherwise.
+  static const char* kNames[] = {"", "a", "nc", "ncw", "nchw", "ncdhw"};
+  std::string letters = n <= 5 ? kNames[n] : std::string();
+  for (int i = static_cast<int>(letters.size()); i < n; ++i) letters.push_back(static_cast<char>('a' + i));
+  const auto& b = d.format_desc.blocking;
+  std::vector<bool> blocked(n, false);
+  for (int k = 0; k < b.inner_nblks; ++k) blocked[b.inner_idxs[k]] = true;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+  std::string s;
+  for (int i : order) s.push_back(blocked[i] ? static_cast<char>(std::toupper(letters[i])) : letters[i]);
+  for (int k = 0; k < b.inner_nblks; ++k) s += std::to_string(b.inner_blks[k]) + letters[b.inner_idxs[k]];
+  return s;
+}
+
+std::string DnnlLayout::describe() const { return describe_desc(md_); }
+
+Result<Tensor> DnnlLayout::to_plain(const Tensor& self) const {
+  return reorder_to(self, plain_desc(self.dtype(), self.dims()));
+}
+
+dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md) {
+  return dnnl::memory(md, engine(), const_cast<void*>(t.raw()));
+}
+
+dnnl::memory as_memory(const Tensor& t) { return as_memory(t, desc_of(t)); }
+
+namespace {
+
+Result<Tensor> alloc_tensor(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md, bool zero) {
+  FERRY_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims));
+  (void)numel;
+  const size_t bytes = md.get_size();
+  if (static_cast<int64_t>(bytes) > max_tensor_bytes())
+    return Status::error(ErrorCode::kOutOfRange, "tensor of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+                                                     std::to_string(max_tensor_bytes()) + " bytes");
+  const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) return Status::error(ErrorCode::kOutOfRange, "out of memory");
+  if (zero) std::memset(p, 0, rounded);
+  std::shared_ptr<void> keep(p, std::free);
+  Tensor out = Tensor::wrap(t, dims, p, std::move(keep));
+  if (!is_plain_desc(md)) out.set_layout(std::make_shared<DnnlLayout>(md));
+  return out;
+}
+
+struct ReorderCache {
+  std::mutex mu;
+  std::vector<std::pair<std::pair<dnnl::memory::desc, dnnl::memory::desc>, dnnl::reorder>> entries;
+
+  dnnl::reorder get(const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [key, prim] : entries)
+      if (key.first == src && key.second == dst) return prim;
+    dnnl::reorder r(dnnl::reorder::primitive_desc(engine(), src, engine(), dst));
+    entries.push_back({{src, dst}, r});
+    return r;
+  }
+};
+
+ReorderCache& reorder_cache() {
+  static ReorderCache c;
+  return c;
+}
+
+}  // namespace
+
+Result<Tensor> make_tensor(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md) {
+  return alloc_tensor(t, dims, md, false);
+}
+
+Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md) {
+  return alloc_tensor(t, dims, md, true);
+}
+
+void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
+  dnnl::reorder r = reorder_cache().get(src.get_desc(), dst.get_desc());
+  r.execute(stream(), const_cast<dnnl::memory&>(src), const_cast<dnnl::memory&>(dst));
+  stream().wait();
+}
+
+Result<Tensor> reorder_to(const Tensor& src, const dnnl::memory::desc& md) {
+  const dnnl::memory::desc from = desc_of(src);
+  if (from == md) return src;
+  if (dnnl_dtype(src.dtype()) == dt::undef)
+    return Status::unsupported("cannot reorder a " + std::string(dtype_name(src.dtype())) + " tensor");
+  FERRY_ASSIGN_OR_RETURN(Tensor out, make_tensor(src.dtype(), src.dims(), md));
+  if (src.numel() == 0) return out;
+  try {
+    reorder(as_memory(src, from), as_memory(out, md));
+  } catch (const dnnl::error& e) {
+    return Status::internal(std::string("oneDNN reorder failed: ") + e.what());
+  }
+  return out;
+}
+
+namespace {
+
+struct LayoutAwareOps {
+  std::mutex mu;
+  std::set<std::pair<std::string, std::string>> ops;
+};
+
+LayoutAwareOps& layout_aware() {
+  static LayoutAwareOps s;
+  return s;
+}
+
+bool reads_value(const ir::Graph& g, const ir::Value* v) {
+  for (const auto& n : g.nodes) {
+    for (const ir::Value* in : n->inputs)
+      if (in == v) return true;
+    for (const ir::Graph* sg : n->subgraphs())
+      if (reads_value(*sg, v)) return true;
+  }
+  for (const ir::Value* o : g.outputs)
+    if (o == v) return true;
+  return false;
+}
+
+}  // namespace
+
+void declare_layout_aware(const std::string& domain, const std::string& op_type) {
+  std::lock_guard<std::mutex> lock(layout_aware().mu);
+  layout_aware().ops.insert({domain, op_type});
+}
+
+bool consumer_takes_layouts(const ir::Node& consumer) {
+  static const std::unique_ptr<Backend> backend = make_cpu_backend();
+  if (!backend->supports(consumer)) return false;  // also fills the table, which declares the ops
+  std::lock_guard<std::mutex> lock(layout_aware().mu);
+  return layout_aware().ops.count({consumer.domain, consumer.op_type}) != 0;
+}
+
+bool may_produce_blocked(const ir::Value& v) {
+  const ir::Graph* g = v.graph;
+  if (!g) return false;
+  for (const ir::Value* o : g->outputs)
+    if (o == &v) return false;
+  bool any = false;
+  for (const auto& n : g->nodes) {
+    for (const ir::Graph* sg : n->subgraphs())
+      if (reads_value(*sg, &v)) return false;
+    bool reads = false;
+    for (const ir::Value* in : n->inputs) reads = reads || in == &v;
+    if (!reads) continue;
+    if (!consumer_takes_layouts(*n)) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,72 @@
+// oneDNN memory layouts for tensors kept between cpu kernels, and the helpers kernels use to move
+// between ferry Tensors and dnnl::memory.
+//
+// A tensor in a oneDNN blocked layout (nChw16c, ...) keeps its logical ONNX dims; its storage holds
+// desc.get_size() bytes (channels padded up to the block, the padding kept zero, which oneDNN's own
+// primitives rely on) and its layout() is a DnnlLayout carrying the memory descriptor. Plain tensors
+// have no layout; their descriptor is the dense row-major one (plain_desc).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace ferry::backends::cpu {
+
+class DnnlLayout : public TensorLayout {
+ public:
+  explicit DnnlLayout(dnnl::memory::desc md) : md_(std::move(md)) {}
+  const dnnl::memory::desc& desc() const { return md_; }
+  std::string describe() const override;  // "nChw16c", "aBcd8b", ...
+  Result<Tensor> to_plain(const Tensor& self) const override;
+
+ private:
+  dnnl::memory::desc md_;
+};
+
+// oneDNN's data type for a ferry dtype; nullopt-like `undef` for dtypes oneDNN has no type for.
+dnnl::memory::data_type dnnl_dtype(DType t);
+
+// Dense row-major descriptor of `dims` (a rank-0 tensor is described as [1]).
+dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims);
+// The descriptor of a tensor's actual bytes: its DnnlLayout's, or plain_desc for plain tensors.
+dnnl::memory::desc desc_of(const Tensor& t);
+// Whether `md` is the dense row-major layout of its dims.
+bool is_plain_desc(const dnnl::memory::desc& md);
+// Text form of a descriptor's layout: a tag such as "nchw" / "nChw16c" / "OIhw16i16o" (upper case
+// letters are blocked dims, followed by the inner blocks), or "any"/"opaque" when not blocked.
+std::string describe_desc(const dnnl::memory::desc& md);
+
+// A dnnl::memory over the tensor's storage (no copy). oneDNN does not write its inputs; the const
+// overload exists so kernels can wrap inputs.
+dnnl::memory as_memory(const Tensor& t);
+dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md);  // md must describe t's bytes
+
+// A new tensor of logical `dims` whose storage follows `md` (64-byte aligned, md.get_size() bytes,
+// not zero-filled: the caller's primitive writes every byte). Its layout is a DnnlLayout unless `md` is
+// the plain layout. Fails cleanly past max_tensor_bytes().
+Result<Tensor> make_tensor(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md);
+// Same storage, zero-filled (for layouts with padding that are filled by a non-oneDNN writer).
+Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md);
+
+// `src` converted to layout `md` (same logical dims) with a cached oneDNN reorder; `src` itself
+// when it already has that layout.
+Result<Tensor> reorder_to(const Tensor& src, const dnnl::memory::desc& md);
+// Reorders between two memories with a primitive cached by (src desc, dst desc).
+void reorder(const dnnl::memory& src, const dnnl::memory& dst);
+
+// Whether the cpu kernel that would run `consumer` reads blocked inputs without converting them
+// (it is covered by the cpu backend and is one of the layout-aware kernels).
+bool consumer_takes_layouts(const ir::Node& consumer);
+// Whether a kernel producing `v` may leave it blocked: every consumer in v's graph takes layouts and
+// `v` is not a graph output (nor read by a subgraph, which would convert it once per read).
+bool may_produce_blocked(const ir::Value& v);
+
+// Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).
+void declare_layout_aware(const std::string& domain, const std::string& op_type);
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,90 @@
+// MatMul/Gemm + Add(constant bias that broadcasts unidirectionally to the output) + the
+// activation/residual chain (post_op_chain.h) -> com.ferry FusedMatMul. Gemm maps transA/transB/alpha to
+// trans_a/trans_b/alpha and beta*C to a Bias (C constant unless beta is 1); every Gemm becomes a
+// FusedMatMul. A MatMul with nothing to fuse stays a MatMul.
+#include "passes/post_op_chain.h"
+#include "passes/passes.h"
+
+namespace ferry::passes {
+
+namespace {
+// c (constant) broadcasts to y without changing y's shape.
+bool broadcasts_to(const ir::Value* c, const ir::Value* y) {
+  auto cd = static_shape(c);
+  if (!cd || !y->shape || c->dtype != y->dtype) return false;
+  const Shape& ys = *y->shape;
+  if (cd->size() > ys.size()) return false;
+  const size_t off = ys.size() - cd->size();
+  for (size_t i = 0; i < cd->size(); ++i) {
+    const int64_t d = (*cd)[i];
+    if (d != 1 && !(ys[off + i].is_static() && ys[off + i].value == d)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Result<int> fuse_matmul_post_ops(ir::Graph& g, const PassContext&) {
+  int changes = 0;
+  bool again = true;
+  while (again) {
+    again = false;
+    Uses uses(g);
+    for (auto& node : g.nodes) {
+      ir::Node& mm = *node;
+      const bool gemm = mm.op_type == "Gemm";
+      if ((!gemm && mm.op_type != "MatMul") || !mm.domain.empty() || mm.num_outputs() != 1 || !mm.outputs[0]) continue;
+      if (!mm.has_input(0) || !mm.has_input(1) || mm.num_inputs() > (gemm ? 3 : 2)) continue;
+      ir::Value* y = mm.outputs[0];
+      if (!is_floating(y->dtype) || !y->shape) continue;
+      ir::Value* bias = nullptr;
+      std::map<std::string, ir::Attribute> attrs;
+      std::vector<ir::Node*> covered = {&mm};
+      if (gemm) {
+        // Gemm's operands are 2-D by definition; the shapes must say so for FusedMatMul's rules to agree.
+        auto as = mm.inputs[0]->shape, bs = mm.inputs[1]->shape;
+        if (!as || !bs || as->size() != 2 || bs->size() != 2) continue;
+        const float alpha = mm.attr_float("alpha", 1.0f), beta = mm.attr_float("beta", 1.0f);
+        if (mm.has_input(2) && beta != 0.0f) {
+          if (beta == 1.0f) {
+            bias = mm.inputs[2];
+          } else {
+            const Tensor* c = constant_of(mm.inputs[2]);
+            if (!c || !is_floating(c->dtype())) continue;
+            std::vector<double> v = c->to_double_vector();
+            for (double& x : v) x *= beta;
+            bias = add_constant(g, mm.name + "_bias", Tensor::from_vector(v, c->dims()).cast(c->dtype()));
+          }
+        }
+        if (mm.attr_int("transA", 0)) attrs["trans_a"] = make_int(1);
+        if (mm.attr_int("transB", 0)) attrs["trans_b"] = make_int(1);
+        if (alpha != 1.0f) attrs["alpha"] = make_float(alpha);
+      }
+      ir::Value* cur = y;
+      if (!bias && uses.single_use(cur) && uses.users(cur).size() == 1) {
+        ir::Node* add = uses.users(cur)[0];
+        ir::Value* c = add->op_type == "Add" && add->domain.empty() ? other_input(add, cur) : nullptr;
+        if (c && c->is_constant() && add->num_outputs() == 1 && add->outputs[0] && broadcasts_to(c, cur) &&
+            same_shape(add->outputs[0], cur)) {
+          bias = c;
+          covered.push_back(add);
+          cur = add->outputs[0];
+        }
+      }
+      PostOpChain chain = collect_post_ops(uses, cur);
+      if (!gemm && covered.size() == 1 && chain.covered.empty()) continue;
+      covered.insert(covered.end(), chain.covered.begin(), chain.covered.end());
+      std::vector<ir::Value*> inputs = {mm.inputs[0], mm.inputs[1], bias};
+      if (chain.residual) inputs.push_back(chain.residual);
+      else if (!bias) inputs.pop_back();
+      ir::Node* f = replace_with(g, covered, "FusedMatMul", "com.ferry", 1, inputs, chain.out);
+      f->attrs = std::move(attrs);
+      set_post_op_attrs(*f, chain.post);
+      ++changes;
+      again = true;
+      break;
+    }
+  }
+  return changes;
+}
+
+}  // namespace ferry::passes

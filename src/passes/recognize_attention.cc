@@ -1,0 +1,150 @@
+// Scaled dot-product attention -> com.ferry FusedAttention:
+//   P = Softmax(MatMul(Q, Transpose(K')) (*|/ scalar)? (+ Mask)?, last axis);  Y = MatMul(P, V)
+// with the scale optionally applied to Q before the first MatMul (torch 1.13 MultiheadAttention divides
+// q by sqrt(d) first). K^T must come from a Transpose whose perm swaps the last two axes relative to K:
+// that Transpose is rewritten in place to produce K itself (it keeps its name; its new output has no ONNX
+// name, since no ONNX tensor holds it). Softmax must be over the last axis only (opset 13+ axis -1, or
+// an opset < 13 axis that is the last one, where the 2-D coercion is the same thing). Q, K and V need
+// known ranks and equal batch dims; the mask an additive float tensor that broadcasts to the scores.
+#include "passes/passes.h"
+
+namespace ferry::passes {
+
+namespace {
+ir::Node* produced_by(const ir::Value* v, const char* op) {
+  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() && v->producer->num_outputs() == 1
+             ? v->producer
+             : nullptr;
+}
+
+// v = Mul(x, c) / Mul(c, x) / Div(x, c) with a scalar c: returns x and multiplies *scale.
+ir::Value* strip_scale(const Uses& uses, ir::Value* v, double* scale, std::vector<ir::Node*>& cov) {
+  if (ir::Node* m = produced_by(v, "Mul"); m && m->num_inputs() == 2 && uses.single_use(v)) {
+    for (int i = 0; i < 2; ++i)
+      if (auto c = scalar_of(m->inputs[i]); c && m->inputs[1 - i] && !m->inputs[1 - i]->is_constant()) {
+        *scale *= *c;
+        cov.push_back(m);
+        return m->inputs[1 - i];
+      }
+  }
+  if (ir::Node* d = produced_by(v, "Div"); d && d->num_inputs() == 2 && uses.single_use(v)) {
+    if (auto c = scalar_of(d->inputs[1]); c && *c != 0) {
+      *scale /= *c;
+      cov.push_back(d);
+      return d->inputs[0];
+    }
+  }
+  return v;
+}
+
+bool dims_equal(const Dim& a, const Dim& b) {
+  return a.is_static() ? b.is_static() && a.value == b.value : !a.symbol.empty() && a.symbol == b.symbol;
+}
+
+// mask's (static) shape broadcasts to scores without changing it.
+bool mask_fits(const ir::Value* mask, const ir::Value* scores) {
+  auto md = static_shape(mask);
+  if (!md || !scores->shape || md->size() > scores->shape->size()) return false;
+  const size_t off = scores->shape->size() - md->size();
+  for (size_t i = 0; i < md->size(); ++i) {
+    const Dim& s = (*scores->shape)[off + i];
+    if ((*md)[i] != 1 && !(s.is_static() && s.value == (*md)[i])) return false;
+  }
+  return true;
+}
+
+bool last_axis_softmax(const ir::Node& sm, int64_t rank) {
+  int64_t axis = sm.attr_int("axis", sm.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  return axis == rank - 1;
+}
+}  // namespace
+
+Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
+  int changes = 0;
+  bool again = true;
+  while (again) {
+    again = false;
+    Uses uses(g);
+    for (auto& node : g.nodes) {
+      ir::Node& m2 = *node;
+      if (m2.op_type != "MatMul" || !m2.domain.empty() || m2.num_inputs() != 2 || !m2.outputs[0]) continue;
+      ir::Value* p = m2.inputs[0];
+      ir::Value* v = m2.inputs[1];
+      ir::Node* sm = produced_by(p, "Softmax");
+      if (!sm || !uses.single_use(p) || !sm->has_input(0)) continue;
+      ir::Value* s = sm->inputs[0];
+      if (!s->shape || s->shape->size() < 3 || !last_axis_softmax(*sm, static_cast<int64_t>(s->shape->size()))) continue;
+      if (!uses.single_use(s)) continue;
+      std::vector<ir::Node*> covered;
+      ir::Value* mask = nullptr;
+      ir::Value* scores = s;
+      if (ir::Node* add = produced_by(s, "Add"); add && add->num_inputs() == 2) {
+        // The operand that comes from the QK^T MatMul (possibly scaled) is the scores; the other the mask.
+        for (int i = 0; i < 2 && !mask; ++i) {
+          ir::Value* cand = add->inputs[i];
+          double dummy = 1;
+          std::vector<ir::Node*> tmp;
+          ir::Value* inner = strip_scale(uses, cand, &dummy, tmp);
+          if (produced_by(inner, "MatMul") && add->inputs[1 - i] && uses.single_use(cand)) {
+            mask = add->inputs[1 - i];
+            scores = cand;
+          }
+        }
+        if (!mask || !is_floating(mask->dtype) || mask->dtype != s->dtype || !mask_fits(mask, s)) continue;
+        covered.push_back(add);
+      }
+      double scale = 1.0;
+      ir::Value* qk = strip_scale(uses, scores, &scale, covered);
+      ir::Node* m1 = produced_by(qk, "MatMul");
+      if (!m1 || !uses.single_use(qk) || m1->num_inputs() != 2) continue;
+      ir::Value* kt = m1->inputs[1];
+      ir::Node* tr = produced_by(kt, "Transpose");
+      if (!tr || !uses.single_use(kt) || !tr->has_input(0)) continue;
+      ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
+      const size_t r = s->shape->size();
+      auto known = [&](const ir::Value* x) { return x->shape && x->shape->size() == r && x->dtype == s->dtype; };
+      if (!known(q) || !known(kt) || !known(v) || !known(tr->inputs[0])) continue;
+      std::vector<int64_t> perm = tr->attr_ints("perm");
+      if (perm.empty()) {
+        for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
+      }
+      if (perm.size() != r) continue;
+      std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
+      // Batch dims of Q, K (= K^T's), V equal; Q's D = K^T's D; K^T's T = V's T.
+      const Shape &qs = *q->shape, &ks = *kt->shape, &vs = *v->shape;
+      bool ok = dims_equal(qs[r - 1], ks[r - 2]) && dims_equal(ks[r - 1], vs[r - 2]);
+      for (size_t i = 0; i + 2 < r; ++i) ok = ok && dims_equal(qs[i], ks[i]) && dims_equal(qs[i], vs[i]);
+      if (!ok) continue;
+      // The Transpose now yields K.
+      bool identity = true;
+      for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+      ir::Value* k = tr->inputs[0];
+      if (!identity) {
+        k = g.add_value(g.fresh_name(tr->name + "_k"));
+        k->onnx_name.clear();
+        k->dtype = kt->dtype;
+        tr->attrs["perm"] = make_ints(perm);
+        tr->outputs[0] = k;
+        k->producer = tr;
+        k->producer_output = 0;
+        kt->producer = nullptr;
+      } else {
+        covered.push_back(tr);
+      }
+      covered.push_back(m1);
+      covered.push_back(sm);
+      covered.push_back(&m2);
+      std::vector<ir::Value*> ins = {q, k, v};
+      if (mask) ins.push_back(mask);
+      ir::Node* fa = replace_with(g, covered, "FusedAttention", "com.ferry", 1, ins, m2.outputs[0]);
+      fa->attrs["scale"] = make_float(static_cast<float>(scale));
+      ++changes;
+      again = true;
+      break;
+    }
+  }
+  return changes;
+}
+
+}  // namespace ferry::passes
