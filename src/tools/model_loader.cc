@@ -4,18 +4,6 @@
 
 namespace ferry::tools {
 
-namespace {
-
-// A .ferry graph is already optimized: its sessions must not run the optimizer again. SessionOptions
-// gains `opt_level` in the runtime work of issue 3; this compiles with and without it.
-template <class O>
-O without_reoptimizing(O o) {
-  if constexpr (requires { o.opt_level; }) o.opt_level = 0;
-  return o;
-}
-
-}  // namespace
-
 std::string gears_to_string(const std::vector<int64_t>& gears) {
   std::string s;
   for (int64_t g : gears) s += (s.empty() ? "" : ", ") + std::to_string(g);
@@ -119,7 +107,9 @@ Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const
   r->ferry_ = true;
   FERRY_ASSIGN_OR_RETURN(format::FerryModel fm, format::read_model(path));
   r->options_ = fm.options;
-  const runtime::SessionOptions so = without_reoptimizing(opts);
+  // The graph is already optimized at the file's level: the sessions do not optimize it again.
+  runtime::SessionOptions so = opts;
+  so.opt_level = 0;
   if (fm.options.dynamic_batch.empty()) {
     FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(fm.model), so));
     r->sessions_.push_back(std::move(s));
@@ -130,7 +120,12 @@ Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, format::reparse_model(fm));
     Status st = specialize_batch(*m, gear, fm.options.opt_level);
     if (!st.ok()) return st.with_context(path);
-    FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), so));
+    // Shapes given at load (`--shape`) fix the other dynamic dims; dim 0 is the gear's, so a batch that
+    // fits no gear is reported by the run (naming the gears), not as a shape conflict at load.
+    runtime::SessionOptions gear_opts = so;
+    for (auto& [name, dims] : gear_opts.input_shapes)
+      if (!dims.empty()) dims[0] = gear;
+    FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), gear_opts));
     r->sessions_.push_back(std::move(s));
   }
   r->stored_ = std::move(fm.model);

@@ -63,7 +63,9 @@ TEST(FerryHostile, EveryTruncationIsAnError) {
       std::string cut = bytes.substr(0, n);
       auto r = read_model_bytes(cut.data(), cut.size(), "cut.ferry");
       EXPECT_FALSE(r.ok()) << "truncated to " << n << " of " << bytes.size() << " bytes";
-      if (!r.ok()) EXPECT_NE(r.status().to_string().find("cut.ferry"), std::string::npos);
+      if (!r.ok()) {
+        EXPECT_NE(r.status().to_string().find("cut.ferry"), std::string::npos);
+      }
     }
     // One byte short: the last weight is missing a byte.
     auto r = read_model_bytes(bytes.data(), bytes.size() - 1, "cut.ferry");

@@ -225,14 +225,6 @@ TEST(FerryFormat, GearsPickTheSessionByBatchAndNameTheGears) {
       << miss.status().to_string();
 }
 
-// Session options for the .onnx side at the compile's opt level, so both run the same optimized graph
-// (SessionOptions gains opt_level in the runtime work; before that nothing is optimized at load).
-template <class O>
-O at_opt_level(O o, int level) {
-  if constexpr (requires { o.opt_level; }) o.opt_level = level;
-  return o;
-}
-
 // The exported model tests (tests/models/export_models.py), when their cache exists: `ferry compile`'s
 // .ferry file computes exactly what the .onnx computes.
 TEST(FerryFormat, ExportedModelsRoundTrip) {
@@ -253,18 +245,25 @@ TEST(FerryFormat, ExportedModelsRoundTrip) {
     auto compiled = tools::compile_model(req);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     const std::string& path = req.output_path;
-    auto ref = tools::open_session(onnx_path, at_opt_level(runtime::SessionOptions{}, 2));
-    auto got = tools::open_session(path);
-    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-    ASSERT_TRUE(got.ok()) << got.status().to_string();
-    EXPECT_EQ(diff_models((*ref)->model(), (*got)->model()), "");
-    auto feeds = random_inputs((*ref)->graph(), 5);
-    ASSERT_TRUE(feeds.ok()) << feeds.status().to_string();
-    auto a = (*ref)->run(*feeds);
-    auto b = (*got)->run(*feeds);
-    ASSERT_TRUE(a.ok()) << a.status().to_string();
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    expect_same_outputs(*a, *b);
+    // On each backend, the .onnx side optimized as the compile did, so the same graph runs.
+    for (const char* backend : {"reference", "cpu"}) {
+      SCOPED_TRACE(backend);
+      runtime::SessionOptions so;
+      so.backend = backend;
+      so.opt_level = 2;
+      auto ref = tools::open_session(onnx_path, so);
+      auto got = tools::open_session(path, so);
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(diff_models((*ref)->model(), (*got)->model()), "");
+      auto feeds = random_inputs((*ref)->graph(), 5);
+      ASSERT_TRUE(feeds.ok()) << feeds.status().to_string();
+      auto a = (*ref)->run(*feeds);
+      auto b = (*got)->run(*feeds);
+      ASSERT_TRUE(a.ok()) << a.status().to_string();
+      ASSERT_TRUE(b.ok()) << b.status().to_string();
+      expect_same_outputs(*a, *b);
+    }
     checked++;
   }
   if (checked == 0) GTEST_SKIP() << "no model.onnx under " << dir;
