@@ -87,7 +87,10 @@ int run_run(const RunArgs& a) {
       std::printf("  %s: empty optional\n", name.c_str());
     }
   }
-  std::printf("ran in %.3f s (%s backend, opt level %d)\n", run_s, a.session.backend.c_str(), a.session.opt_level);
+  // A .ferry file was optimized when it was compiled; --opt-level does not apply to it.
+  const format::CompileOptions* compiled = (*session)->compile_options();
+  std::printf("ran in %.3f s (%s backend, opt level %d%s)\n", run_s, a.session.backend.c_str(),
+              compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "");
 
   if (!a.output_dir.empty()) {
     std::vector<std::string> notes;
