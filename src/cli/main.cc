@@ -34,6 +34,7 @@ int run_main(int argc, char** argv) {
   CommandFn compile = add_compile_command(app);
   CommandFn inspect = add_inspect_command(app);
   CommandFn run = add_run_command(app);
+  CommandFn bench = add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -49,6 +50,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("compile")) return compile();
   if (app.got_subcommand("inspect")) return inspect();
   if (app.got_subcommand("run")) return run();
+  if (app.got_subcommand("bench")) return bench();
   return 2;  // unreachable: require_subcommand(1)
 }
 

@@ -1,0 +1,142 @@
+// `ferry bench MODEL [--batch 1,8] [--threads N] [--warmup N | --warmup-ms T] [--iterations N] [--duration S]
+// [--json FILE] [--peer onnxruntime] [--peer-model FILE.onnx] [--backend cpu|reference] [--opt-level N]
+// [--shape/--input/--inputs/--seed/--normal as ferry run]`: latency statistics, throughput, load time and
+// peak memory per batch size, and ferry/peer ratios. The work is in tools/bench.h.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.h"
+#include "cli/session_flags.h"
+#include "tools/bench.h"
+#include "tools/run_inputs.h"
+
+#ifndef FERRY_VERSION
+#define FERRY_VERSION "unknown"
+#endif
+
+namespace ferry::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::vector<int64_t> batches;
+  SessionFlags session;
+  int64_t warmup = -1;
+  double warmup_ms = -1;
+  int64_t iterations = -1;
+  double duration = -1;
+  std::string json;
+  std::vector<std::string> peers;
+  std::string peer_model;
+  std::vector<std::string> inputs;
+  std::string inputs_path;
+  std::vector<std::string> shapes;
+  uint64_t seed = 0;
+  bool normal = false;
+};
+
+int run_bench_command(const BenchArgs& a) {
+  tools::BenchOptions o;
+  o.model = a.model;
+  o.batches = a.batches;
+  o.threads = a.session.threads;
+  o.backend = a.session.backend;
+  o.opt_level = a.session.opt_level;
+  o.peers = a.peers;
+  o.peer_model = a.peer_model;
+  o.inputs.seed = a.seed;
+  o.inputs.dist = a.normal ? tools::RandomDist::kNormal : tools::RandomDist::kUniform;
+  o.inputs.inputs_path = a.inputs_path;
+  for (const std::string& s : a.inputs) {
+    auto parsed = tools::parse_input_arg(s);
+    if (!parsed.ok()) return report_error(parsed.status());
+    if (!o.inputs.files.emplace(parsed->first, parsed->second).second)
+      return report_error(Status::invalid("--input " + parsed->first + " is given twice"));
+  }
+  for (const std::string& s : a.shapes) {
+    auto parsed = tools::parse_shape_arg(s);
+    if (!parsed.ok()) return report_error(parsed.status());
+    if (!o.inputs.shapes.emplace(parsed->first, parsed->second).second)
+      return report_error(Status::invalid("--shape " + parsed->first + " is given twice"));
+  }
+  if (a.warmup >= 0) o.warmup = tools::warmup_iterations_policy(a.warmup);
+  if (a.warmup_ms >= 0) o.warmup = tools::warmup_ms_policy(a.warmup_ms);
+  o.measure = tools::measure_policy(a.iterations > 0 ? std::optional<int64_t>(a.iterations) : std::nullopt,
+                                    a.duration > 0 ? std::optional<double>(a.duration) : std::nullopt);
+  o.progress = progress;
+  if (!a.json.empty()) {
+    // Find out now, not after minutes of measuring, that the report cannot be written.
+    std::ofstream probe(a.json, std::ios::app);
+    if (!probe) return report_error(Status::io("cannot write '" + a.json + "'"));
+  }
+
+  auto report = tools::run_bench(o);
+  if (!report.ok()) return report_error(report.status());
+  report->ferry_version = FERRY_VERSION;
+  std::fputs(tools::format_bench_report(*report).c_str(), stdout);
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    f << tools::bench_report_to_json(*report).dump(2) << "\n";
+    f.close();
+    if (!f) return report_error(Status::io("cannot write '" + a.json + "'"));
+    std::printf("wrote %s\n", a.json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandFn add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure latency, throughput, load time and peak memory, optionally next to ONNX Runtime");
+  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("--batch", args->batches,
+                  "batch sizes to measure, each in turn (dim 0 of every input; default: the model's own, 1 when "
+                  "symbolic)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->type_name("B1,B2,...");
+  // --backend, --opt-level, --threads as run and inspect have them; the peers get the same thread count.
+  add_session_flags(cmd, args->session);
+  auto* warm = cmd->add_option("--warmup", args->warmup,
+                               "warmup iterations (default: 3 iterations and 200 ms, at most 1 s after the first)")
+                   ->check(CLI::NonNegativeNumber)
+                   ->type_name("N");
+  auto* warm_ms = cmd->add_option("--warmup-ms", args->warmup_ms, "warm up for T milliseconds instead")
+                      ->check(CLI::NonNegativeNumber)
+                      ->type_name("T");
+  warm->excludes(warm_ms);
+  cmd->add_option("--iterations", args->iterations,
+                  "measured iterations (default: 10 iterations and 3 s, at most 30 s after the first)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cmd->add_option("--duration", args->duration, "measure for at least S seconds (with --iterations: both)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("S");
+  cmd->add_option("--json", args->json, "also write every figure as JSON (schema ferry.bench/1, docs/cli.md)")
+      ->type_name("FILE");
+  cmd->add_option("--peer", args->peers,
+                  "also run this runtime on the same model and inputs, in a child process through the project "
+                  "venv's python, and print ferry/peer ratios (repeatable)")
+      ->check(CLI::IsMember({"onnxruntime", "openvino"}))
+      ->type_name("onnxruntime|openvino");
+  cmd->add_option("--peer-model", args->peer_model, "the .onnx file the peers run (needed for a .ferry MODEL)")
+      ->type_name("FILE.onnx");
+  cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")
+      ->type_name("NAME=FILE.npy");
+  cmd->add_option("--inputs", args->inputs_path, "feed every input from DIR/<name>.npy or an .npz archive")
+      ->type_name("DIR|FILE.npz");
+  cmd->add_option("--shape", args->shapes,
+                  "concrete shape for an input with dynamic dims other than the batch; dim 0 is replaced by "
+                  "each --batch")
+      ->type_name("NAME=DIMS");
+  cmd->add_option("--seed", args->seed, "seed for random inputs (default 0)");
+  cmd->add_flag("--normal", args->normal, "random floats from N(0,1) instead of uniform [-1,1)");
+  return [args] { return run_bench_command(*args); };
+}
+
+}  // namespace ferry::cli
