@@ -13,6 +13,7 @@ namespace ferry::cli {
 // Runs the chosen subcommand; returns the process exit code.
 using CommandFn = std::function<int()>;
 
+CommandFn add_compile_command(CLI::App& app);
 CommandFn add_inspect_command(CLI::App& app);
 CommandFn add_run_command(CLI::App& app);
 CommandFn add_bench_command(CLI::App& app);

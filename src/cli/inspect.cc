@@ -65,7 +65,7 @@ CommandFn add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Summarise a model: inputs, outputs, opsets, op histogram, "
                                                 "parameters, estimated FLOPs; or (--plan) its kernels and memory plan");
-  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("MODEL", args->model, "the model (.onnx, or .ferry from `ferry compile`)")->required();
   cmd->add_option("--json", args->json, "also write the summary as JSON to FILE ('-': JSON on stdout only)")
       ->type_name("FILE");
   cmd->add_option("--shape", args->shapes,

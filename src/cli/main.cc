@@ -31,6 +31,7 @@ int run_main(int argc, char** argv) {
   app.name("ferry");
   app.set_version_flag("--version", std::string("ferry ") + FERRY_VERSION);
   app.require_subcommand(1);
+  CommandFn compile = add_compile_command(app);
   CommandFn inspect = add_inspect_command(app);
   CommandFn run = add_run_command(app);
   CommandFn bench = add_bench_command(app);
@@ -46,6 +47,7 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\nRun 'ferry --help' (or 'ferry SUBCOMMAND --help') for usage.\n", e.what());
     return 2;
   }
+  if (app.got_subcommand("compile")) return compile();
   if (app.got_subcommand("inspect")) return inspect();
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("bench")) return bench();

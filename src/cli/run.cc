@@ -12,6 +12,7 @@
 #include "cli/session_flags.h"
 #include "core/shape.h"
 #include "runtime/session.h"
+#include "tools/model_loader.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::cli {
@@ -57,7 +58,7 @@ int run_run(const RunArgs& a) {
   runtime::SessionOptions so = session_options(a.session);
   so.input_shapes = opts.shapes;
   so.memory_arena = !a.no_arena;
-  auto session = runtime::Session::load(a.model, so);
+  auto session = tools::open_session(a.model, so);
   if (!session.ok()) return report_error(session.status());
   progress(fmt::format("loaded in {:.2f} s", seconds_since(t0)));
 
@@ -88,7 +89,10 @@ int run_run(const RunArgs& a) {
       std::printf("  %s: empty optional\n", name.c_str());
     }
   }
-  std::printf("ran in %.3f s (%s backend, opt level %d)\n", run_s, a.session.backend.c_str(), a.session.opt_level);
+  // A .ferry file was optimized when it was compiled; --opt-level does not apply to it.
+  const format::CompileOptions* compiled = (*session)->compile_options();
+  std::printf("ran in %.3f s (%s backend, opt level %d%s)\n", run_s, a.session.backend.c_str(),
+              compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "");
 
   if (!a.output_dir.empty()) {
     std::vector<std::string> notes;
@@ -105,7 +109,7 @@ int run_run(const RunArgs& a) {
 CommandFn add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on given or random inputs and summarise its outputs");
-  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("MODEL", args->model, "the model (.onnx, or .ferry from `ferry compile`)")->required();
   cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")->type_name("NAME=FILE.npy");
   cmd->add_option("--inputs", args->inputs_path,
                   "feed every input from DIR/<name>.npy (names sanitized as for outputs) or from an .npz archive")

@@ -1,4 +1,5 @@
 #include "tools/inspect.h"
+#include "tools/model_loader.h"
 
 #include <set>
 
@@ -173,7 +174,7 @@ ModelSummary summarize_model(const ir::Model& model) {
 Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions& opts) {
   frontend::ImportOptions io;
   io.check_ops = false;
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(path, io));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, open_model(path, io));
   if (!opts.shapes.empty()) {
     for (const auto& [name, dims] : opts.shapes) {
       ir::Value* v = model->graph->find_local_value(name);

@@ -1,0 +1,43 @@
+// `ferry compile`: import an ONNX model, optimize it for the given shapes, and write the .ferry file
+// (format/ferry_file.h). With dynamic-batch gears, dim 0 of every input stays symbolic in the stored
+// graph and the file lists the gears; loading prepares one session per gear (tools/model_loader.h).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "passes/pipeline.h"
+
+namespace ferry::tools {
+
+struct CompileRequest {
+  std::string model_path;
+  std::string output_path;
+  int opt_level = 2;
+  std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape, by input name
+  std::vector<int64_t> dynamic_batch;                        // --dynamic-batch gears
+};
+
+struct CompileReport {
+  std::string output_path;
+  int64_t nodes_before = 0, nodes_after = 0;  // subgraph nodes included
+  uint64_t weight_bytes = 0, file_size = 0;
+  std::vector<int64_t> gears;
+  std::vector<passes::PassReport> passes;
+  double import_s = 0, optimize_s = 0, write_s = 0, check_s = 0, total_s = 0;
+};
+
+// "NAME:1,3,224,224" -> (NAME, dims); splits at the last ':' (dims never hold one, names may).
+Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(const std::string& arg);
+// "1,2,4,8" -> gears, sorted; each in 1..2^20, no duplicates.
+Result<std::vector<int64_t>> parse_gears(const std::string& arg);
+
+// Compiles; errors name the model, the input or the flag. The file is written atomically and then
+// loaded back (every gear prepared), so a file that would not load is never left behind.
+Result<CompileReport> compile_model(const CompileRequest& req);
+
+std::string format_compile_report(const CompileReport& r);
+
+}  // namespace ferry::tools

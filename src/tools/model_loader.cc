@@ -1,0 +1,135 @@
+#include "tools/model_loader.h"
+
+#include "passes/pipeline.h"
+
+namespace ferry::tools {
+
+std::string gears_to_string(const std::vector<int64_t>& gears) {
+  std::string s;
+  for (int64_t g : gears) s += (s.empty() ? "" : ", ") + std::to_string(g);
+  return s;
+}
+
+ModelFileKind detect_model_file(const std::string& path) {
+  return format::is_ferry_file(path) ? ModelFileKind::kFerry : ModelFileKind::kOnnx;
+}
+
+Result<std::unique_ptr<ir::Model>> open_model(const std::string& path, const frontend::ImportOptions& import) {
+  if (detect_model_file(path) == ModelFileKind::kFerry) {
+    FERRY_ASSIGN_OR_RETURN(format::FerryModel m, format::read_model(path));
+    return std::move(m.model);
+  }
+  return frontend::load_onnx(path, import);
+}
+
+Status specialize_batch(ir::Model& model, int64_t batch, int opt_level) {
+  for (ir::Value* v : model.graph->inputs) {
+    if (v->is_constant()) continue;
+    if (v->kind != ir::ValueKind::kTensor || !v->shape || v->shape->empty())
+      return Status::invalid("input '" + v->name + "' has no batch dimension (dynamic batch needs every input to be a "
+                             "tensor of rank 1 or more)");
+    (*v->shape)[0] = Dim(batch);
+  }
+  passes::OptimizeOptions o;
+  o.opt_level = opt_level;
+  return passes::optimize(model, o).with_context("for batch size " + std::to_string(batch));
+}
+
+ModelRunner::~ModelRunner() = default;
+
+const ir::Model& ModelRunner::model() const { return stored_ ? *stored_ : sessions_[0]->model(); }
+
+std::vector<runtime::InputInfo> ModelRunner::inputs() const {
+  if (!stored_) return sessions_[0]->inputs();
+  std::vector<runtime::InputInfo> out;
+  for (const ir::Value* v : stored_->graph->inputs)
+    if (!v->is_constant()) out.push_back({v->name, v->dtype, v->shape});
+  return out;
+}
+
+std::vector<runtime::InputInfo> ModelRunner::outputs() const {
+  if (!stored_) return sessions_[0]->outputs();
+  std::vector<runtime::InputInfo> out;
+  for (const ir::Value* v : stored_->graph->outputs) out.push_back({v->name, v->dtype, v->shape});
+  return out;
+}
+
+Result<size_t> ModelRunner::pick_session(const std::map<std::string, RtValue>& feeds) const {
+  if (gears_.empty()) return size_t{0};
+  int64_t batch = -1;
+  std::string first;
+  for (const runtime::InputInfo& in : inputs()) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end() || !it->second.is_tensor()) continue;  // the session reports it
+    const Tensor& t = it->second.tensor;
+    if (t.rank() == 0)
+      return Status::invalid("input '" + in.name + "' is a scalar, but this model was compiled for batch sizes " +
+                             gears_to_string(gears_) + " (dimension 0 of every input)");
+    if (batch < 0) {
+      batch = t.dim(0);
+      first = in.name;
+    } else if (t.dim(0) != batch) {
+      return Status::invalid("input '" + in.name + "' has batch " + std::to_string(t.dim(0)) + " but input '" + first +
+                             "' has batch " + std::to_string(batch) + "; dimension 0 is the batch of every input");
+    }
+  }
+  if (batch < 0) return size_t{0};
+  for (size_t i = 0; i < gears_.size(); ++i)
+    if (gears_[i] == batch) return i;
+  return Status::invalid("input '" + first + "' has batch " + std::to_string(batch) +
+                         "; this model was compiled for batch sizes " + gears_to_string(gears_));
+}
+
+Result<std::vector<std::pair<std::string, RtValue>>> ModelRunner::run(const std::map<std::string, RtValue>& feeds) {
+  FERRY_ASSIGN_OR_RETURN(size_t i, pick_session(feeds));
+  return sessions_[i]->run(feeds);
+}
+
+Result<std::vector<std::pair<std::string, Tensor>>> ModelRunner::run_tensors(const std::map<std::string, Tensor>& feeds) {
+  std::map<std::string, RtValue> values;
+  for (const auto& [k, t] : feeds) values.emplace(k, RtValue(t));
+  FERRY_ASSIGN_OR_RETURN(size_t i, pick_session(values));
+  return sessions_[i]->run_tensors(feeds);
+}
+
+void ModelRunner::set_node_hook(runtime::NodeHook hook) {
+  for (auto& s : sessions_) s->set_node_hook(hook);
+}
+
+Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const runtime::SessionOptions& opts) {
+  std::unique_ptr<ModelRunner> r(new ModelRunner());
+  if (detect_model_file(path) == ModelFileKind::kOnnx) {
+    FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::load(path, opts));
+    r->sessions_.push_back(std::move(s));
+    return r;
+  }
+  r->kind_ = ModelFileKind::kFerry;
+  r->ferry_ = true;
+  FERRY_ASSIGN_OR_RETURN(format::FerryModel fm, format::read_model(path));
+  r->options_ = fm.options;
+  // The graph is already optimized at the file's level: the sessions do not optimize it again.
+  runtime::SessionOptions so = opts;
+  so.opt_level = 0;
+  if (fm.options.dynamic_batch.empty()) {
+    FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(fm.model), so));
+    r->sessions_.push_back(std::move(s));
+    return r;
+  }
+  r->gears_ = fm.options.dynamic_batch;
+  for (int64_t gear : r->gears_) {
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, format::reparse_model(fm));
+    Status st = specialize_batch(*m, gear, fm.options.opt_level);
+    if (!st.ok()) return st.with_context(path);
+    // Shapes given at load (`--shape`) fix the other dynamic dims; dim 0 is the gear's, so a batch that
+    // fits no gear is reported by the run (naming the gears), not as a shape conflict at load.
+    runtime::SessionOptions gear_opts = so;
+    for (auto& [name, dims] : gear_opts.input_shapes)
+      if (!dims.empty()) dims[0] = gear;
+    FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), gear_opts));
+    r->sessions_.push_back(std::move(s));
+  }
+  r->stored_ = std::move(fm.model);
+  return r;
+}
+
+}  // namespace ferry::tools
