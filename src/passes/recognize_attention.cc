@@ -1,9 +1,10 @@
 // Scaled dot-product attention -> com.ferry FusedAttention:
 //   P = Softmax(MatMul(Q, Transpose(K')) (*|/ scalar)? (+ Mask)?, last axis);  Y = MatMul(P, V)
 // with the scale optionally applied to Q before the first MatMul (torch 1.13 MultiheadAttention divides
-// q by sqrt(d) first). K^T must come from a Transpose whose perm swaps the last two axes relative to K:
-// that Transpose is rewritten in place to produce K itself (it keeps its name; its new output has no ONNX
-// name, since no ONNX tensor holds it). Softmax must be over the last axis only (opset 13+ axis -1, or
+// q by sqrt(d) first). When K^T comes from a Transpose read only here, that Transpose is rewritten in
+// place to produce K itself (dropped when it then is the identity; it keeps its name, its new output has
+// no ONNX name since no ONNX tensor holds it); a constant K^T is stored transposed; any other K^T gets a
+// new Transpose of its last two axes. Softmax must be over the last axis only (opset 13+ axis -1, or
 // an opset < 13 axis that is the last one, where the 2-D coercion is the same thing). Q, K and V need
 // known ranks and equal batch dims; the mask an additive float tensor that broadcasts to the scores.
 #include "passes/passes.h"
@@ -100,27 +101,33 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
       if (!m1 || !uses.single_use(qk) || m1->num_inputs() != 2) continue;
       ir::Value* kt = m1->inputs[1];
       ir::Node* tr = produced_by(kt, "Transpose");
-      if (!tr || !uses.single_use(kt) || !tr->has_input(0)) continue;
+      if (tr && (!uses.single_use(kt) || !tr->has_input(0))) tr = nullptr;
       ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
       const size_t r = s->shape->size();
       auto known = [&](const ir::Value* x) { return x->shape && x->shape->size() == r && x->dtype == s->dtype; };
-      if (!known(q) || !known(kt) || !known(v) || !known(tr->inputs[0])) continue;
-      std::vector<int64_t> perm = tr->attr_ints("perm");
-      if (perm.empty()) {
-        for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
-      }
-      if (perm.size() != r) continue;
-      std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
+      if (!known(q) || !known(kt) || !known(v) || (tr && !known(tr->inputs[0]))) continue;
       // Batch dims of Q, K (= K^T's), V equal; Q's D = K^T's D; K^T's T = V's T.
       const Shape &qs = *q->shape, &ks = *kt->shape, &vs = *v->shape;
       bool ok = dims_equal(qs[r - 1], ks[r - 2]) && dims_equal(ks[r - 1], vs[r - 2]);
       for (size_t i = 0; i + 2 < r; ++i) ok = ok && dims_equal(qs[i], ks[i]) && dims_equal(qs[i], vs[i]);
       if (!ok) continue;
-      // The Transpose now yields K.
+      std::vector<int64_t> perm;
+      if (tr) {
+        perm = tr->attr_ints("perm");
+        if (perm.empty())
+          for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
+        if (perm.size() != r) continue;
+      } else {
+        for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
+      }
+      std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
       bool identity = true;
       for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
-      ir::Value* k = tr->inputs[0];
-      if (!identity) {
+      ir::Value* k = tr ? tr->inputs[0] : nullptr;
+      if (tr && identity) {
+        covered.push_back(tr);
+      } else if (tr) {
+        // The Transpose now yields K.
         k = g.add_value(g.fresh_name(tr->name + "_k"));
         k->onnx_name.clear();
         k->dtype = kt->dtype;
@@ -129,8 +136,38 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
         k->producer = tr;
         k->producer_output = 0;
         kt->producer = nullptr;
+      } else if (const Tensor* c = constant_of(kt); c && c->is_plain()) {
+        // Constant K^T: store K.
+        const std::vector<int64_t>& d = c->dims();
+        const int64_t rows = d[r - 2], cols = d[r - 1], mat = rows * cols;
+        std::vector<int64_t> kd = d;
+        std::swap(kd[r - 1], kd[r - 2]);
+        Tensor kt_d = c->cast(DType::kFloat64), kk(DType::kFloat64, kd);
+        for (int64_t b = 0; mat && b < c->numel() / mat; ++b)
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) kk.data<double>()[b * mat + j * rows + i] = kt_d.data<double>()[b * mat + i * cols + j];
+        k = add_constant(g, kt->name + "_k", kk.cast(c->dtype()));
       } else {
-        covered.push_back(tr);
+        // K^T computed some other way: a new Transpose of its last two axes gives K, placed before the
+        // first MatMul (where K^T exists); it stands for no ONNX node of its own.
+        k = g.add_value(g.fresh_name(kt->name + "_k"));
+        k->onnx_name.clear();
+        k->dtype = kt->dtype;
+        auto t = std::make_unique<ir::Node>();
+        t->op_type = "Transpose";
+        t->opset = m1->opset;
+        t->name = m1->name + "_k";
+        t->provenance = m1->provenance;
+        t->inputs = {kt};
+        t->outputs = {k};
+        t->attrs["perm"] = make_ints(perm);
+        k->producer = t.get();
+        k->producer_output = 0;
+        for (size_t i = 0; i < g.nodes.size(); ++i)
+          if (g.nodes[i].get() == m1) {
+            g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(t));
+            break;
+          }
       }
       covered.push_back(m1);
       covered.push_back(sm);

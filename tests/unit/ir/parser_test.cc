@@ -131,5 +131,12 @@ TEST(Parser, BadInputNamesTheLine) {
   expect_error("graph g (%x: float32[2])\n  %y = Relu(%x)  # \"unterminated\n  return %y\n", "unterminated string");
 }
 
+TEST(Parser, DeepNestingAndHugeConstantsAreErrors) {
+  std::string text = "graph g (%c: bool[])\n";
+  for (int i = 0; i < 100; ++i) text += "  %y = If(%c) {then_branch=graph}  # n\ngraph b ()\n";
+  expect_error(text, "nested deeper");
+  expect_error("graph g ()\n  const %c: float32[100000,100000]\n  return %c\n", "too large");
+}
+
 }  // namespace
 }  // namespace ferry::ir

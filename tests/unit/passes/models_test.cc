@@ -47,6 +47,12 @@ std::optional<Optimized> optimize_and_compare(const std::string& name, std::map<
   std::cout << name << ": " << o.before->graph->nodes.size() << " nodes before, " << o.after->graph->nodes.size()
             << " after level 2\n";
   for (const auto& r : o.report) std::cout << "  " << r.pass << ": " << r.changes << "\n";
+  // The optimized graph's text reads back and prints the same (large weights print as type only).
+  const std::string text = ir::print_model(*o.after);
+  auto reparsed = ir::parse_model(text);
+  EXPECT_TRUE(reparsed.ok()) << reparsed.status().to_string();
+  if (reparsed.ok()) EXPECT_EQ(ir::print_model(**reparsed), text);
+  if (std::getenv("FERRY_PRINT_GRAPHS")) std::cout << ir::print_model(*o.after);  // for debugging passes
   auto inputs = random_inputs(*o.before->graph);
   // Run copies: sessions take ownership, so re-load for the structural checks afterwards.
   auto before_copy = frontend::load_onnx(path);

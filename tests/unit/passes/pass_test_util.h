@@ -71,7 +71,7 @@ inline void expect_close(const std::vector<Tensor>& a, const std::vector<Tensor>
     int64_t at = -1;
     for (int64_t i = 0; i < a[k].numel(); ++i) {
       const double x = a[k].as_double(i), y = b[k].as_double(i);
-      if (std::isnan(x) && std::isnan(y)) continue;
+      if ((std::isnan(x) && std::isnan(y)) || x == y) continue;  // x == y also covers equal infinities
       const double err = std::fabs(x - y) / (1 + std::fabs(y));
       if (!(err <= worst)) worst = err, at = i;
     }
