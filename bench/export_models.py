@@ -80,6 +80,11 @@ def make_vision(arch, transformer=False):
         model = getattr(torchvision.models, arch)(weights=None)
         if transformer:
             randomize_layernorm(model, gen)
+            # torchvision zero-initializes the ViT head, which makes every output 0 and an output
+            # comparison against a peer vacuous.
+            with torch.no_grad():
+                for p in model.heads.parameters():
+                    p.normal_(0.0, 0.02, generator=gen)
             model.eval()
         else:
             calibrate_batchnorm(model, gen)
