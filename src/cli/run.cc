@@ -1,7 +1,8 @@
 // `ferry run MODEL [--input NAME=FILE.npy ...] [--inputs DIR|FILE.npz] [--shape NAME=DIMS ...] [--seed N]
-// [--normal] [--output-dir DIR] [--backend cpu|reference] [--opt-level 0..3] [--threads N] [--no-arena]`: runs the
-// model (by default optimized at level 2 on the cpu backend) with the given or random inputs, prints a
-// summary of every output and optionally writes them as DIR/<name>.npy.
+// [--normal] [--output-dir DIR] [--dump DIR [--dump-tensors A,B]] [--backend cpu|reference] [--opt-level 0..3]
+// [--threads N] [--no-arena]`: runs the model (by default optimized at level 2 on the cpu backend) with the
+// given or random inputs, prints a summary of every output and optionally writes them as DIR/<name>.npy;
+// --dump writes every intermediate tensor the same way (for `ferry compare --golden/--candidate DIR`).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -9,9 +10,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/input_flags.h"
 #include "cli/session_flags.h"
 #include "core/shape.h"
 #include "runtime/session.h"
+#include "tools/compare/dump.h"
 #include "tools/model_loader.h"
 #include "tools/run_inputs.h"
 
@@ -21,12 +24,10 @@ namespace {
 
 struct RunArgs {
   std::string model;
-  std::vector<std::string> inputs;
-  std::string inputs_path;
-  std::vector<std::string> shapes;
-  uint64_t seed = 0;
-  bool normal = false;
+  InputFlags input;
   std::string output_dir;
+  std::string dump_dir;
+  std::vector<std::string> dump_tensors;
   bool no_arena = false;
   SessionFlags session;
 };
@@ -36,22 +37,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int run_run(const RunArgs& a) {
-  tools::InputOptions opts;
-  opts.seed = a.seed;
-  opts.dist = a.normal ? tools::RandomDist::kNormal : tools::RandomDist::kUniform;
-  opts.inputs_path = a.inputs_path;
-  for (const std::string& s : a.inputs) {
-    auto parsed = tools::parse_input_arg(s);
-    if (!parsed.ok()) return report_error(parsed.status());
-    if (!opts.files.emplace(parsed->first, parsed->second).second)
-      return report_error(Status::invalid("--input " + parsed->first + " is given twice"));
-  }
-  for (const std::string& s : a.shapes) {
-    auto parsed = tools::parse_shape_arg(s);
-    if (!parsed.ok()) return report_error(parsed.status());
-    if (!opts.shapes.emplace(parsed->first, parsed->second).second)
-      return report_error(Status::invalid("--shape " + parsed->first + " is given twice"));
-  }
+  auto parsed_inputs = input_options(a.input);
+  if (!parsed_inputs.ok()) return report_error(parsed_inputs.status());
+  const tools::InputOptions& opts = *parsed_inputs;
+  if (!a.dump_tensors.empty() && a.dump_dir.empty())
+    return report_error(Status::invalid("--dump-tensors needs --dump DIR"));
 
   auto t0 = std::chrono::steady_clock::now();
   progress("loading " + a.model + " ...");
@@ -73,7 +63,17 @@ int run_run(const RunArgs& a) {
 
   auto t1 = std::chrono::steady_clock::now();
   progress("running ...");
-  auto outputs = (*session)->run(feeds);
+  std::vector<std::string> dumped, dump_notes;
+  Result<std::vector<std::pair<std::string, RtValue>>> outputs = Status::internal("not run");
+  if (a.dump_dir.empty()) {
+    outputs = (*session)->run(feeds);
+  } else {
+    auto d = tools::compare::run_and_dump(**session, feeds, a.dump_dir, tools::compare::split_names(a.dump_tensors));
+    if (!d.ok()) return report_error(d.status().with_context(a.model));
+    dumped = std::move(d->written);
+    dump_notes = std::move(d->notes);
+    outputs = std::move(d->outputs);
+  }
   if (!outputs.ok()) return report_error(outputs.status().with_context(a.model));
   double run_s = seconds_since(t1);
 
@@ -94,6 +94,10 @@ int run_run(const RunArgs& a) {
   std::printf("ran in %.3f s (%s backend, opt level %d%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "");
 
+  if (!a.dump_dir.empty()) {
+    for (const std::string& n : dump_notes) std::printf("note: %s\n", n.c_str());
+    std::printf("dumped %zu tensor(s) to %s\n", dumped.size(), a.dump_dir.c_str());
+  }
   if (!a.output_dir.empty()) {
     std::vector<std::string> notes;
     auto written = tools::write_outputs(a.output_dir, *outputs, &notes);
@@ -110,17 +114,17 @@ CommandFn add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on given or random inputs and summarise its outputs");
   cmd->add_option("MODEL", args->model, "the model (.onnx, or .ferry from `ferry compile`)")->required();
-  cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")->type_name("NAME=FILE.npy");
-  cmd->add_option("--inputs", args->inputs_path,
-                  "feed every input from DIR/<name>.npy (names sanitized as for outputs) or from an .npz archive")
-      ->type_name("DIR|FILE.npz");
-  cmd->add_option("--shape", args->shapes, "concrete shape for an input with dynamic dims, e.g. x=1,3,224,224")
-      ->type_name("NAME=DIMS");
-  cmd->add_option("--seed", args->seed, "seed for random inputs (default 0)");
-  cmd->add_flag("--normal", args->normal, "random floats from N(0,1) instead of uniform [-1,1)");
+  add_input_flags(cmd, args->input);
   cmd->add_option("--output-dir", args->output_dir,
                   "write each output as DIR/<name>.npy (characters outside A-Za-z0-9_.- become '_')")
       ->type_name("DIR");
+  cmd->add_option("--dump", args->dump_dir,
+                  "also write every intermediate tensor (and the inputs) as DIR/<ONNX tensor name>.npy, the layout "
+                  "`ferry compare --golden DIR` / `--candidate DIR` reads (turns the memory arena off for the run)")
+      ->type_name("DIR");
+  cmd->add_option("--dump-tensors", args->dump_tensors,
+                  "with --dump: only these ONNX tensors (comma-separated or repeated)")
+      ->type_name("A,B,...");
   add_session_flags(cmd, args->session);
   cmd->add_flag("--no-arena", args->no_arena,
                 "allocate every intermediate tensor separately instead of in the planned memory arena (to debug "

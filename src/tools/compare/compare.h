@@ -1,0 +1,123 @@
+// `ferry compare`: runs a golden and a candidate on the same inputs and says how far apart they are,
+// per output and (layerwise) per ONNX tensor that survives in the candidate's graph, which ONNX node
+// diverges first, and why (advisor). The candidate is the model under the user's session options
+// (backend, opt level, precision, target) or a folder of tensors dumped elsewhere; the golden is the
+// reference backend at opt level 0, ONNX Runtime with every intermediate exposed, another model run
+// on the reference backend, or a folder of .npy files (`ferry run --dump`'s naming rule).
+//
+// Alignment through fused graphs: every value of the candidate graph carries the ONNX tensor name it
+// stands for (onnx_name; a fused node's output keeps the name of its last covered node's output), so
+// a row pairs the candidate value with the golden tensor of that name and names the ONNX node that
+// produced it in the original model. Values without an ONNX counterpart (internal to a rewrite, or
+// introduced by the precision pass before rounding) are not compared.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "runtime/session.h"
+#include "tools/compare/metrics.h"
+#include "tools/run_inputs.h"
+
+namespace ferry::tools::compare {
+
+// Tensors by ONNX tensor name.
+using TensorMap = std::map<std::string, Tensor>;
+
+struct GoldenSpec {
+  enum class Kind { kReference, kOnnxRuntime, kDir, kModel };
+  Kind kind = Kind::kReference;
+  std::string path;  // kDir: the folder; kModel: the other model file
+};
+// "reference", "onnxruntime", a folder (of .npy files) or a model file (.onnx/.ferry: run on the
+// reference backend at opt level 0). Errors name the argument.
+Result<GoldenSpec> parse_golden(const std::string& arg);
+std::string describe(const GoldenSpec& g);
+
+struct CompareOptions {
+  std::string model;
+  runtime::SessionOptions candidate;  // the user's session flags (backend, opt level, precision, ...)
+  std::string candidate_label;        // e.g. "cpu backend, opt level 2, fp16 (emulated)"
+  std::string candidate_dir;          // --candidate DIR: tensors dumped elsewhere instead of a run
+  GoldenSpec golden;
+  InputOptions inputs;
+  bool layerwise = false;
+  bool single_op = false;  // implies layerwise
+  bool ranges = false;
+  Thresholds thresholds;
+  std::function<void(const std::string&)> progress;
+};
+
+struct Row {
+  std::string tensor;        // ONNX tensor name
+  std::string onnx_node;     // the ONNX node that produced it in the original model ("" for outputs fed by inputs)
+  std::string op_type;       // of that ONNX node
+  std::string candidate_node;              // the candidate node that computed it (may be fused)
+  std::string candidate_op;                // its op type ("com.ferry.FusedConv")
+  std::vector<std::string> provenance;     // ONNX nodes the candidate node covers
+  std::string dtype;                       // candidate dtype
+  std::vector<int64_t> shape;
+  std::optional<Metrics> metrics;          // absent when it could not be compared (see note)
+  std::string note;
+  // --single-op: the same unit run on golden inputs, so the error is this node's own.
+  std::optional<Metrics> single_op;
+  std::string single_op_note;
+  int single_op_nodes = 0;                 // candidate nodes in the unit
+  bool pass() const { return metrics && metrics->pass; }
+};
+
+struct RangeRow {
+  std::string tensor, onnx_node;
+  int64_t count = 0, nonfinite = 0;
+  double min = 0, max = 0, absmax = 0;
+  double fp16_overflow = 0;   // fraction of values with |x| > 65504
+  double fp16_underflow = 0;  // fraction of non-zero values with |x| < 2^-14 (fp16's smallest normal)
+  double bf16_overflow = 0;   // fraction with |x| > bf16's largest finite value
+  double bf16_underflow = 0;  // fraction of non-zero values below 2^-126
+};
+
+struct AdvisorNote {
+  std::string kind;  // "overflow", "nan", "accumulated", "single-point", "own-error", "inherited", "ok", "outputs"
+  std::string message;
+};
+
+struct CompareReport {
+  std::string model;
+  std::string golden;     // describe(GoldenSpec)
+  std::string candidate;  // candidate label or "dumps in DIR"
+  Thresholds thresholds;
+  std::vector<PreparedInput> inputs;
+  std::vector<Row> outputs;
+  bool layerwise = false, single_op = false, ranges = false;
+  std::vector<Row> layers;           // candidate order (topological)
+  int64_t layers_missing = 0;        // candidate values with an ONNX name the golden lacks
+  std::optional<size_t> first_divergent;  // index into layers
+  std::vector<RangeRow> range_rows;
+  std::vector<std::string> fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow;  // tensor names
+  // Candidate tensors (any, layerwise or not) that hold NaN/Inf where the golden is finite, in order.
+  std::vector<std::string> nonfinite_tensors;
+  std::optional<double> first_nonfinite_golden_absmax;  // the golden's absmax at the first of them
+  std::vector<AdvisorNote> advisor;
+  std::vector<std::string> notes;
+  bool pass() const;  // every output passes
+};
+
+Result<CompareReport> run_compare(const CompareOptions& opts);
+
+// Human text (tables), JSON ("ferry.compare/1", schema in docs/compare.md) and CSV (one row per
+// output and layer).
+std::string format_report(const CompareReport& r);
+nlohmann::json report_to_json(const CompareReport& r);
+std::string report_to_csv(const CompareReport& r);
+
+// Range statistics of one tensor (floating tensors; others give nullopt).
+std::optional<RangeRow> range_of(const std::string& name, const Tensor& t);
+
+}  // namespace ferry::tools::compare
