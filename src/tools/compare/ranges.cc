@@ -119,8 +119,9 @@ void advise(CompareReport& r) {
                              "' (topological order) and the error reaches the outputs; start there");
     else
       add("single-point", "single-point error at '" + node +
-                              "': an intermediate diverges but the outputs are within thresholds (often harmless, "
-                              "e.g. a fused kernel's internal rounding)");
+                              "': an intermediate diverges but every output stays within thresholds, so the error "
+                              "does not reach the outputs at a level that matters (intermediate deviations are "
+                              "informative; the outputs decide)");
   } else if (!outputs_pass) {
     if (r.layerwise)
       add("outputs", "the outputs diverge although every compared intermediate passes: look at the nodes whose tensors "
