@@ -21,14 +21,14 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_export_common import cache_dir  # noqa: E402
+
 RTOL = 1e-4  # of max|reference|
 
 
 def cache_root(arg=None):
-    if arg:
-        return os.path.abspath(arg)
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "models")
+    return cache_dir("models", arg)
 
 
 def sanitize(name):
