@@ -19,8 +19,6 @@ it measures the encoder itself rather than an embedding lookup (which is a Gathe
     /usr/bin/python3 -E -s bench/export_models.py [--cache DIR] [--force] [NAME ...]
 """
 import argparse
-import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
@@ -28,51 +26,14 @@ import sys
 import time
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from torch_export_common import cache_dir, calibrate_batchnorm, randomize_layernorm, stamp_of  # noqa: E402
+
 torch = torchvision = None  # imported on first export: checking an up-to-date cache stays instant
 
 SEED = 20241202
 TRACE_BATCH = 2  # > 1 so nothing specific to batch 1 is traced into the graph
 BERT = dict(hidden=768, heads=12, ffn=3072, layers=12, seq=128)
-
-
-def cache_root(arg=None):
-    if arg:
-        return os.path.abspath(arg)
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "bench-models")
-
-
-def script_stamp():
-    h = hashlib.sha256()
-    with open(os.path.abspath(__file__), "rb") as f:
-        h.update(f.read())
-    v = importlib.metadata.version
-    h.update(f"torch={v('torch')} torchvision={v('torchvision')}".encode())
-    return h.hexdigest()
-
-
-def calibrate_batchnorm(model, gen):
-    """Random init leaves BatchNorm the identity (stats 0/1, affine 1/0); give it a trained model's
-    statistics from two random batches so the folded Conv weights look realistic."""
-    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    with torch.no_grad():
-        for bn in bns:
-            bn.reset_running_stats()
-            bn.momentum = None
-            bn.weight.uniform_(0.5, 1.5, generator=gen)
-            bn.bias.normal_(0.0, 0.1, generator=gen)
-        model.train()
-        for _ in range(2):
-            model(torch.randn(4, 3, 224, 224, generator=gen))
-    model.eval()
-
-
-def randomize_layernorm(model, gen):
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.LayerNorm):
-                m.weight.uniform_(0.5, 1.5, generator=gen)
-                m.bias.normal_(0.0, 0.1, generator=gen)
 
 
 def make_vision(arch, transformer=False):
@@ -87,7 +48,7 @@ def make_vision(arch, transformer=False):
                     p.normal_(0.0, 0.02, generator=gen)
             model.eval()
         else:
-            calibrate_batchnorm(model, gen)
+            calibrate_batchnorm(model, (4, 3, 224, 224), gen)
             randomize_layernorm(model, gen)  # convnext
         x = torch.randn(TRACE_BATCH, 3, 224, 224, generator=gen)
         # vit_b_16 uses nn.MultiheadAttention, whose eval/no_grad fast path has no ONNX export in torch
@@ -174,9 +135,9 @@ def main():
         if n not in MODELS:
             print(f"error: unknown model '{n}' (known: {', '.join(MODELS)})", file=sys.stderr)
             return 2
-    root = cache_root(a.cache)
+    root = cache_dir("bench-models", a.cache)
     os.makedirs(root, exist_ok=True)
-    stamp = script_stamp()
+    stamp = stamp_of(__file__)
     for n in names:
         d = os.path.join(root, n)
         if not a.force and up_to_date(d, stamp):

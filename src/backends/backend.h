@@ -28,6 +28,15 @@ class Kernel {
     (void)output;
     return -1;
   }
+  // Called at prepare time for a constant input that this node alone reads. A kernel that keeps its
+  // own prepacked copy of it may hand that copy back (with the initializer's dims and dtype, in a
+  // layout whose to_plain() rebuilds the original) and drop its reference to the original, so the
+  // session holds the weights once instead of twice; the runtime then stores the returned tensor as the
+  // initializer. run() must accept it as that input. Undefined (the default): keep the original.
+  virtual Tensor adopt_constant(int input) {
+    (void)input;
+    return Tensor();
+  }
 };
 
 class Backend {

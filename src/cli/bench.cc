@@ -93,7 +93,7 @@ CommandFn add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure latency, throughput, load time and peak memory, optionally next to ONNX Runtime");
-  cmd->add_option("MODEL", args->model, "the .onnx model")->required();
+  cmd->add_option("MODEL", args->model, "the .onnx model or a compiled .ferry file (then pass --peer-model for peers)")->required();
   cmd->add_option("--batch", args->batches,
                   "batch sizes to measure, each in turn (dim 0 of every input; default: the model's own, 1 when "
                   "symbolic)")

@@ -14,18 +14,8 @@ Status conv_kernel(KernelContext& ctx) {
   if (w->dtype() != x->dtype() || (b && b->dtype() != x->dtype()))
     return Status::invalid("Conv: X, W and B must have the same type");
   FERRY_ASSIGN_OR_RETURN(nn::ConvSetup s, nn::conv_setup(ctx.node(), *x, *w));
-  if (b && !(b->rank() == 1 && b->numel() == s.M))
-    return Status::invalid("Conv: B must be a 1-D tensor of " + std::to_string(s.M) + " values, got " + b->describe());
+  FERRY_ASSIGN_OR_RETURN(std::vector<double> acc, nn::conv_float_reference("Conv", s, *x, *w, b));
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x->dtype(), s.out_dims));
-  const int64_t out_plane = s.M ? y->numel() / std::max<int64_t>(1, s.N * s.M) : 0;
-  std::vector<double> acc(y->numel(), 0.0);
-  if (b) {
-    std::vector<double> bias = nn::to_doubles(*b);
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t m = 0; m < s.M; ++m) std::fill_n(acc.begin() + (n * s.M + m) * out_plane, out_plane, bias[m]);
-  }
-  std::vector<double> xv = nn::to_doubles(*x), wv = nn::to_doubles(*w);
-  nn::conv_direct<double>(xv.data(), wv.data(), acc.data(), s.N, s.C, s.M, s.group, s.win);
   nn::store_doubles(*y, acc.data());
   return Status();
 }

@@ -18,20 +18,10 @@ Status fused_conv_kernel(KernelContext& ctx) {
     return Status::invalid("FusedConv: X, W, B and Z must have the same type");
   if (has_sum(post) && !z) return Status::invalid("FusedConv: post-op 'sum' needs the residual input Z");
   FERRY_ASSIGN_OR_RETURN(nn::ConvSetup s, nn::conv_setup(ctx.node(), *x, *w));
-  if (b && !(b->rank() == 1 && b->numel() == s.M))
-    return Status::invalid("FusedConv: B must be a 1-D tensor of " + std::to_string(s.M) + " values, got " + b->describe());
   if (z && z->dims() != s.out_dims)
     return Status::invalid("FusedConv: Z " + z->describe() + " must have the output's shape " + dims_to_string(s.out_dims));
+  FERRY_ASSIGN_OR_RETURN(std::vector<double> acc, nn::conv_float_reference("FusedConv", s, *x, *w, b));
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x->dtype(), s.out_dims));
-  const int64_t out_plane = s.M ? y->numel() / std::max<int64_t>(1, s.N * s.M) : 0;
-  std::vector<double> acc(y->numel(), 0.0);
-  if (b) {
-    std::vector<double> bias = nn::to_doubles(*b);
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t m = 0; m < s.M; ++m) std::fill_n(acc.begin() + (n * s.M + m) * out_plane, out_plane, bias[m]);
-  }
-  std::vector<double> xv = nn::to_doubles(*x), wv = nn::to_doubles(*w);
-  nn::conv_direct<double>(xv.data(), wv.data(), acc.data(), s.N, s.C, s.M, s.group, s.win);
   std::vector<double> zv = z ? nn::to_doubles(*z) : std::vector<double>();
   apply_post_ops(post, acc.data(), static_cast<int64_t>(acc.size()), z ? zv.data() : nullptr);
   nn::store_doubles(*y, acc.data());

@@ -57,14 +57,7 @@ Result<int> fuse_conv_post_ops(ir::Graph& g, const PassContext&) {
         }
       }
       PostOpChain chain = collect_post_ops(uses, cur);
-      covered.insert(covered.end(), chain.covered.begin(), chain.covered.end());
-      std::vector<ir::Value*> inputs = {conv.inputs[0], conv.inputs[1], bias};
-      if (chain.residual) inputs.push_back(chain.residual);
-      else if (!bias) inputs.pop_back();
-      std::map<std::string, ir::Attribute> attrs = conv.attrs;
-      ir::Node* f = replace_with(g, covered, "FusedConv", "com.ferry", 1, inputs, chain.out);
-      f->attrs = std::move(attrs);
-      set_post_op_attrs(*f, chain.post);
+      fuse_with_chain(g, covered, chain, "FusedConv", conv.inputs[0], conv.inputs[1], bias, conv.attrs);
       ++changes;
       again = true;
       break;

@@ -72,13 +72,7 @@ Result<int> fuse_matmul_post_ops(ir::Graph& g, const PassContext&) {
       }
       PostOpChain chain = collect_post_ops(uses, cur);
       if (!gemm && covered.size() == 1 && chain.covered.empty()) continue;
-      covered.insert(covered.end(), chain.covered.begin(), chain.covered.end());
-      std::vector<ir::Value*> inputs = {mm.inputs[0], mm.inputs[1], bias};
-      if (chain.residual) inputs.push_back(chain.residual);
-      else if (!bias) inputs.pop_back();
-      ir::Node* f = replace_with(g, covered, "FusedMatMul", "com.ferry", 1, inputs, chain.out);
-      f->attrs = std::move(attrs);
-      set_post_op_attrs(*f, chain.post);
+      fuse_with_chain(g, covered, chain, "FusedMatMul", mm.inputs[0], mm.inputs[1], bias, std::move(attrs));
       ++changes;
       again = true;
       break;

@@ -105,4 +105,20 @@ void set_post_op_attrs(ir::Node& n, const std::vector<ops::PostOp>& post) {
   n.attrs["post_op_beta"] = make_floats(beta);
 }
 
+ir::Node* fuse_with_chain(ir::Graph& g, std::vector<ir::Node*> covered, const PostOpChain& chain,
+                          const std::string& op_type, ir::Value* a, ir::Value* b, ir::Value* bias,
+                          std::map<std::string, ir::Attribute> attrs) {
+  covered.insert(covered.end(), chain.covered.begin(), chain.covered.end());
+  std::vector<ir::Value*> inputs = {a, b, bias};
+  if (chain.residual) {
+    inputs.push_back(chain.residual);  // Z after an empty bias slot when there is no bias
+  } else if (!bias) {
+    inputs.pop_back();
+  }
+  ir::Node* f = replace_with(g, covered, op_type, "com.ferry", 1, inputs, chain.out);
+  f->attrs = std::move(attrs);
+  set_post_op_attrs(*f, chain.post);
+  return f;
+}
+
 }  // namespace ferry::passes

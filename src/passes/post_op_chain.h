@@ -2,7 +2,9 @@
 // fuse_matmul_post_ops fold into post_ops: each link's input is read by that link only (and is not a
 // graph output), so removing the intermediates changes nothing else.
 #pragma once
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -28,5 +30,11 @@ PostOpChain collect_post_ops(const Uses& uses, ir::Value* y);
 
 // Sets post_ops/post_op_alpha/post_op_beta on n (nothing when the chain is empty).
 void set_post_op_attrs(ir::Node& n, const std::vector<ops::PostOp>& post);
+
+// Replaces `covered` (the op and what it already absorbed, e.g. a bias Add) and the chain's nodes by
+// one com.ferry `op_type` node with inputs (a, b, bias?, Z?), `attrs` and the chain's post-ops.
+ir::Node* fuse_with_chain(ir::Graph& g, std::vector<ir::Node*> covered, const PostOpChain& chain,
+                          const std::string& op_type, ir::Value* a, ir::Value* b, ir::Value* bias,
+                          std::map<std::string, ir::Attribute> attrs);
 
 }  // namespace ferry::passes

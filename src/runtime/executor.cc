@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "passes/pass_util.h"
+
 #include <cstdlib>
 #include <new>
 #include <set>
@@ -139,12 +141,23 @@ Result<const GraphPlan*> Executor::plan_for(const ir::Graph& g) {
   const size_t n = g.nodes.size();
   plan->kernels.resize(n);
   plan->release_after.resize(n);
+  const passes::Uses uses(g);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
     backends::Backend* b = primary_ && primary_->supports(node) ? primary_.get() : reference_.get();
     auto kernel = b->create_kernel(node);
     if (!kernel.ok()) return kernel.status().with_context("while preparing node '" + node.name + "' (" + node.op_type + ")");
     plan->kernels[i] = std::move(kernel).value();
+    // A weight that this kernel alone reads and has prepacked is held once: the kernel's packed copy
+    // replaces the initializer (Kernel::adopt_constant), right away, so the load never holds all the
+    // weights twice. The graph belongs to the session that owns this executor and hands it over for
+    // running; initializers are the one thing preparing may change in it.
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const ir::Value* v = node.inputs[k];
+      if (!v || !v->is_constant() || v->graph != &g || !v->initializer.is_plain() || !uses.single_use(v)) continue;
+      Tensor adopted = plan->kernels[i]->adopt_constant(static_cast<int>(k));
+      if (adopted.defined()) const_cast<ir::Value*>(v)->initializer = std::move(adopted);
+    }
   }
   std::set<const ir::Value*> keep(g.outputs.begin(), g.outputs.end());
   for (const auto& [v, i] : last_uses(g))

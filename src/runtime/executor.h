@@ -66,7 +66,9 @@ class Executor {
   // `use_arena` false: the memory plan is still made (and shown) but no arena is allocated.
   explicit Executor(std::unique_ptr<backends::Backend> primary, bool use_arena = true);
   // Prepares the plans of the main graph `g` and all its subgraphs now, so bad nodes are reported at
-  // load time, then plans the main graph's memory and allocates the arena.
+  // load time, then plans the main graph's memory and allocates the arena. Constants of `g` that one
+  // kernel prepacked are replaced by that packed copy (Kernel::adopt_constant): afterwards such
+  // initializers are non-plain; read them through Tensor::plain().
   Status prepare(const ir::Graph& g);
   // Runs `g` with `scope` holding its inputs; graph outputs are left in `scope`. `hook` is called after
   // each node of `g` (not of its subgraphs); while a hook is given the arena is not used, since a hook

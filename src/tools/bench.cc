@@ -19,6 +19,7 @@
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
 #include "runtime/session.h"
+#include "tools/model_loader.h"
 
 namespace ferry::tools {
 
@@ -331,7 +332,10 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     bool scoped = reset_peak_rss();
     say(label + ": loading " + o.model + " ...");
     auto t0 = Clock::now();
-    auto model = frontend::load_onnx(o.model);
+    // A .ferry file opens through the model loader (its graph is already optimized; a geared file runs the
+    // gear that fits the batch); an .onnx file is imported and optimized for this batch's shapes.
+    const bool ferry_file = detect_model_file(o.model) == ModelFileKind::kFerry;
+    auto model = ferry_file ? open_model(o.model) : frontend::load_onnx(o.model);
     if (!model.ok()) return model.status();
     auto shapes = resolve_batch_shapes(*(*model)->graph, o.inputs.shapes, want);
     if (!shapes.ok()) return shapes.status();
@@ -341,8 +345,18 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     so.input_shapes = shapes->first;
     so.opt_level = o.opt_level;
     so.threads = r.threads;
-    auto session = runtime::Session::from_model(std::move(model).value(), so);
-    if (!session.ok()) return session.status();
+    std::unique_ptr<ModelRunner> runner;
+    std::unique_ptr<runtime::Session> own_session;
+    if (ferry_file) {
+      model->reset();
+      auto opened = open_session(o.model, so);
+      if (!opened.ok()) return opened.status();
+      runner = std::move(opened).value();
+    } else {
+      auto created = runtime::Session::from_model(std::move(model).value(), so);
+      if (!created.ok()) return created.status();
+      own_session = std::move(created).value();
+    }
     BatchResult br;
     br.batch = batch;
     br.load_s = seconds_since(t0);
@@ -351,7 +365,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     io.shapes = shapes->first;
     // Files keep their own shapes: --shape for a file-fed input is only checked against it.
     for (const auto& [name, file] : io.files) io.shapes.erase(name);
-    auto prepared = prepare_inputs((*session)->graph(), io);
+    auto prepared = prepare_inputs(runner ? runner->graph() : own_session->graph(), io);
     if (!prepared.ok()) return prepared.status();
     std::map<std::string, RtValue> feeds;
     std::vector<std::pair<std::string, Tensor>> arrays;
@@ -370,10 +384,16 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       FERRY_RETURN_IF_ERROR(write_npz(npz, arrays));
       peer_batches.push_back({batch, npz, (dir / fmt::format("{{}}_outputs_{}.npz", i)).string()});
     }
+    runtime::Session* session = own_session.get();
+    if (runner) {
+      auto which = runner->pick_session(feeds);
+      if (!which.ok()) return which.status().with_context(o.model);
+      session = &runner->session(*which);
+    }
     say(fmt::format("{}: loaded in {:.2f} s; warming up ...", label, br.load_s));
 
     std::vector<double> warm;
-    Status st = run_loop(**session, feeds, o.warmup, warm, br.warmup_s, nullptr);
+    Status st = run_loop(*session, feeds, o.warmup, warm, br.warmup_s, nullptr);
     if (!st.ok()) return st.with_context(o.model);
     br.warmup_iterations = static_cast<int64_t>(warm.size());
     br.first_run_ms = warm.empty() ? 0 : warm.front();
@@ -385,14 +405,14 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       last_say = Clock::now();
       say(fmt::format("{}: {} iterations in {:.1f} s, last {:.2f} ms", label, n, elapsed, br.latencies_ms.back()));
     };
-    st = run_loop(**session, feeds, o.measure, br.latencies_ms, br.stats.total_s, tick);
+    st = run_loop(*session, feeds, o.measure, br.latencies_ms, br.stats.total_s, tick);
     if (!st.ok()) return st.with_context(o.model);
     br.stats = compute_stats(br.latencies_ms, batch, br.stats.total_s);
     br.peak_rss_bytes = peak_rss_bytes();
     br.peak_rss_scope = scoped && reset_ok ? "batch" : "process";
     if (!tmp.path.empty()) {
       // One more, untimed run whose outputs the peers' are compared with.
-      auto outs = (*session)->run(feeds);
+      auto outs = session->run(feeds);
       if (!outs.ok()) return outs.status().with_context(o.model);
       std::vector<std::pair<std::string, Tensor>> tensors;
       for (auto& [name, v] : *outs)

@@ -210,6 +210,22 @@ check("bench --peer without onnxruntime: the setup hint",
 expect_error("bench --peer on a .ferry model needs --peer-model",
              ["bench", os.path.join(tmp, "m.ferry"), "--peer", "onnxruntime"], "--peer-model")
 
+# --- a compiled .ferry file with dynamic-batch gears: each batch runs its gear, others name the gears ---------
+geared = os.path.join(tmp, "geared.ferry")
+rc, out, err = u.ferry("compile", dyn, "-o", geared, "--dynamic-batch", "1,4")
+check("compile geared model for bench: exit 0", rc == 0, err)
+js = os.path.join(tmp, "ferry_file.json")
+rc, out, err = u.ferry("bench", geared, "--batch", "1,4", "--iterations", "2", "--warmup", "0", "--json", js)
+check("bench .ferry: exit 0", rc == 0, err)
+if rc == 0:
+    rep = json.load(open(js))
+    check("bench .ferry: one result per gear", [r["batch"] for r in rep["results"]] == [1, 4], rep["results"])
+    for r in rep["results"]:
+        check_result("bench .ferry batch %d" % r["batch"], r, r["batch"], 2)
+expect_error("bench .ferry batch outside the gears", ["bench", geared, "--batch", "3", "--iterations", "1"], "1, 4")
+expect_error("bench .ferry with a peer and no --peer-model",
+             ["bench", geared, "--peer", "onnxruntime", "--iterations", "1"], "--peer-model")
+
 # --- bad flags (exit 2) and bad models (exit 1) ------------------------------------------------------
 for label, args in (("unknown flag", ["--frobnicate"]), ("--batch 0", ["--batch", "0"]),
                     ("--batch x", ["--batch", "x"]), ("--iterations 0", ["--iterations", "0"]),

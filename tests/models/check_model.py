@@ -7,6 +7,9 @@ Run with the project venv after export_models.py and ort_reference.py:
 For every output: max|ferry - ref| <= 1e-4 * max|ref| against both references, and the same argmax
 along the last axis (per batch row for the classifiers, per token for the transformer). A row whose
 reference top-2 gap is itself within the tolerance is a tie, and either index passes.
+
+With --compiled the model is also compiled (`ferry compile`) and the .ferry file run on the same inputs:
+its outputs must be bitwise equal to the .onnx run's, and are the ones checked against the references.
 """
 import argparse
 import os
@@ -18,14 +21,14 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_export_common import cache_dir  # noqa: E402
+
 RTOL = 1e-4  # of max|reference|
 
 
 def cache_root(arg=None):
-    if arg:
-        return os.path.abspath(arg)
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "models")
+    return cache_dir("models", arg)
 
 
 def sanitize(name):
@@ -74,6 +77,9 @@ def main():
     ap.add_argument("--work", help="folder for ferry's outputs (default: a temporary one)")
     ap.add_argument("--backend", help="passed to `ferry run --backend` (default: the CLI's)")
     ap.add_argument("--opt-level", help="passed to `ferry run --opt-level` (default: the CLI's)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="also `ferry compile` the model to a .ferry file, run that, and require outputs "
+                         "bitwise equal to running the .onnx")
     a = ap.parse_args()
 
     d = os.path.join(cache_root(a.cache), a.name)
@@ -89,24 +95,58 @@ def main():
 
     work = a.work or os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ferry-model-{a.name}-{os.getpid()}")
     out = os.path.join(work, "out")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    cmd = [a.ferry, "run", model, "--inputs", os.path.join(d, "inputs"), "--output-dir", out]
+    flags = []
     if a.backend:
-        cmd += ["--backend", a.backend]
+        flags += ["--backend", a.backend]
     if a.opt_level is not None:
-        cmd += ["--opt-level", a.opt_level]
-    print("$ " + " ".join(cmd), flush=True)
-    t0 = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    secs = time.time() - t0
-    print(p.stdout.rstrip())
-    if p.returncode != 0:
-        print(f"{a.name}: FAIL: ferry run exited {p.returncode} after {secs:.1f} s")
-        return 1
-    print(f"{a.name}: ferry run took {secs:.1f} s")
+        flags += ["--opt-level", a.opt_level]
 
+    def ferry_run(model_path, out_dir):
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+        cmd = [a.ferry, "run", model_path, "--inputs", os.path.join(d, "inputs"), "--output-dir", out_dir] + flags
+        print("$ " + " ".join(cmd), flush=True)
+        t0 = time.time()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        secs = time.time() - t0
+        print(p.stdout.rstrip())
+        if p.returncode != 0:
+            print(f"{a.name}: FAIL: ferry run exited {p.returncode} after {secs:.1f} s")
+            return False
+        print(f"{a.name}: ferry run took {secs:.1f} s")
+        return True
+
+    if not ferry_run(model, out):
+        return 1
     ok = True
+    if a.compiled:
+        # compile -> run must compute exactly what running the .onnx computes (same kernels, same graph).
+        compiled = os.path.join(work, "model.ferry")
+        cmd = [a.ferry, "compile", model, "-o", compiled]
+        if a.opt_level is not None:
+            cmd += ["--opt-level", a.opt_level]
+        print("$ " + " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout.rstrip())
+        if p.returncode != 0:
+            print(f"{a.name}: FAIL: ferry compile exited {p.returncode}")
+            return 1
+        out_onnx = out
+        out = os.path.join(work, "out_ferry")
+        if not ferry_run(compiled, out):
+            return 1
+        for f in sorted(os.listdir(out_onnx)):
+            x = np.load(os.path.join(out_onnx, f))
+            path = os.path.join(out, f)
+            y = np.load(path) if os.path.isfile(path) else None
+            same = y is not None and x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+            print(f"{f}: .ferry output {'bitwise equal to' if same else 'DIFFERS from'} the .onnx output"
+                  + ("" if same else "  FAIL"))
+            ok = ok and same
+        if sorted(os.listdir(out_onnx)) != sorted(os.listdir(out)):
+            print(f"{a.name}: FAIL: output files differ: {sorted(os.listdir(out_onnx))} vs {sorted(os.listdir(out))}")
+            ok = False
+
     names = sorted(f[:-4] for f in os.listdir(os.path.join(d, "torch_out")) if f.endswith(".npy"))
     for name in names:
         path = os.path.join(out, sanitize(name) + ".npy")

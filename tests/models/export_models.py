@@ -15,13 +15,14 @@ An up-to-date model (files present, stamp matching) is skipped, so editing this 
     /usr/bin/python3 tests/models/export_models.py [--cache DIR] [--force] [NAME ...]
 """
 import argparse
-import hashlib
-import importlib.metadata
 import os
 import shutil
 import sys
 import time
 import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_export_common import cache_dir, calibrate_batchnorm, randomize_layernorm, stamp_of  # noqa: E402
 
 # numpy, torch and torchvision are imported in load_torch(): an up-to-date cache is then checked in
 # a fraction of a second instead of the seconds `import torch` takes.
@@ -37,40 +38,6 @@ def load_torch():
 SEED = 20240601
 BATCH = 2           # >1 so the dynamic "batch" dim and per-row argmax are exercised
 TRANSFORMER = dict(d_model=96, nhead=4, dim_feedforward=192, num_layers=2, seq=16)
-
-
-def cache_root(arg=None):
-    if arg:
-        return os.path.abspath(arg)
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "models")
-
-
-def script_stamp():
-    h = hashlib.sha256()
-    with open(os.path.abspath(__file__), "rb") as f:
-        h.update(f.read())
-    v = importlib.metadata.version
-    h.update(f"torch={v('torch')} torchvision={v('torchvision')}".encode())
-    return h.hexdigest()
-
-
-def calibrate_batchnorm(model, shape, gen):
-    """Random weights leave BatchNorm as (almost) the identity: running stats 0/1, affine 1/0. Give
-    it realistic statistics by averaging over a few random batches in train mode, and a random
-    affine part. (The eval-mode export folds each BatchNorm into its Conv, so this shapes the Conv
-    weights and biases like a trained model's rather than adding BatchNormalization nodes.)"""
-    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    with torch.no_grad():
-        for bn in bns:
-            bn.reset_running_stats()
-            bn.momentum = None  # cumulative average over the calibration batches
-            bn.weight.uniform_(0.5, 1.5, generator=gen)
-            bn.bias.normal_(0.0, 0.1, generator=gen)
-        model.train()
-        for _ in range(2):
-            model(torch.randn(*shape, generator=gen))
-    model.eval()
 
 
 def make_classifier(arch):
@@ -174,9 +141,9 @@ def main():
         if n not in MODELS:
             print(f"error: unknown model '{n}' (known: {', '.join(MODELS)})", file=sys.stderr)
             return 2
-    root = cache_root(a.cache)
+    root = cache_dir("models", a.cache)
     os.makedirs(root, exist_ok=True)
-    stamp = script_stamp()
+    stamp = stamp_of(__file__)
     for n in names:
         d = os.path.join(root, n)
         if not a.force and up_to_date(d, stamp):

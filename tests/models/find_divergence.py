@@ -18,14 +18,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_export_common import cache_dir  # noqa: E402
+
 RTOL = 1e-4
 
 
 def cache_root(arg=None):
-    if arg:
-        return os.path.abspath(arg)
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "models")
+    return cache_dir("models", arg)
 
 
 def sanitize(name):

@@ -80,6 +80,15 @@ class ConvKernel : public Kernel {
   std::string name() const override { return impl_.empty() ? "cpu:onednn" : "cpu:onednn:" + impl_; }
   bool accepts_layouts() const override { return true; }
 
+  // With static shapes the weights were packed once at init: the packed copy becomes the initializer.
+  Tensor adopt_constant(int input) override {
+    if (input != 1 || plans_.size() != 1 || !plans_[0]->packed_w.defined() || !const_w_.is_plain()) return Tensor();
+    ConvPlan& p = *plans_[0];
+    Tensor adopted = adopt_packed(const_w_, p.packed_w, p.pd.weights_desc(), plain_desc(DType::kFloat32, weight_dims(const_w_)));
+    if (adopted.defined()) const_w_ = adopted;
+    return adopted;
+  }
+
   Status run(ops::KernelContext& ctx) override {
     const std::string& op = node_.op_type;
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
@@ -87,7 +96,17 @@ class ConvKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(const Tensor* b, ops::nn::optional_tensor_in(ctx, 2, "B"));
     if (x->dtype() != DType::kFloat32 || w->dtype() != DType::kFloat32 || (b && b->dtype() != DType::kFloat32))
       return Status::invalid(op + ": the cpu kernel takes float32 X, W and B");
-    if (!w->is_plain() || (b && !b->is_plain())) return Status::internal(op + ": W and B must be plain");
+    // W may be this kernel's own adopted packed weights (adopt_constant); any other non-plain W or B
+    // (a caller's) is made plain first.
+    Tensor w_plain, b_plain;
+    if (!w->is_plain() && !(const_w_.defined() && w->raw() == const_w_.raw())) {
+      FERRY_ASSIGN_OR_RETURN(w_plain, w->plain());
+      w = &w_plain;
+    }
+    if (b && !b->is_plain()) {
+      FERRY_ASSIGN_OR_RETURN(b_plain, b->plain());
+      b = &b_plain;
+    }
     FERRY_RETURN_IF_ERROR(check_weights(*w));
     FERRY_ASSIGN_OR_RETURN(ConvPlan * p, plan_for(x->dims(), *w));
     if (b && (b->rank() != 1 || b->dim(0) != w->dim(0)))
@@ -223,7 +242,10 @@ class ConvKernel : public Kernel {
     }
     impl_ = plan->pd.impl_info_str();
     if (&w == &const_w_ || (const_w_.defined() && w.raw() == const_w_.raw())) {
-      FERRY_ASSIGN_OR_RETURN(Tensor wv, const_w_.reshaped(wd));
+      // Adopted weights (packed for another input shape) are unpacked once for this plan's layout.
+      Tensor plain_w = const_w_;
+      if (!plain_w.is_plain()) { FERRY_ASSIGN_OR_RETURN(plain_w, const_w_.plain()); }
+      FERRY_ASSIGN_OR_RETURN(Tensor wv, plain_w.reshaped(wd));
       FERRY_ASSIGN_OR_RETURN(plan->packed_w, reorder_to(wv, plan->pd.weights_desc()));
     }
     plans_.push_back(std::move(plan));

@@ -11,6 +11,7 @@ void register_conv_transpose(KernelTable& t);
 void register_pool(KernelTable& t);
 void register_batch_norm(KernelTable& t);
 void register_eltwise(KernelTable& t);
+void register_vec_unary(KernelTable& t);
 void register_binary(KernelTable& t);
 void register_matmul(KernelTable& t);
 void register_attention(KernelTable& t);
@@ -30,6 +31,7 @@ const KernelTable& table() {
     register_pool(t);
     register_batch_norm(t);
     register_eltwise(t);
+    register_vec_unary(t);
     register_binary(t);
     register_matmul(t);
     register_attention(t);

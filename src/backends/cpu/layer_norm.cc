@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/shape_prepared_kernel.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -23,28 +24,18 @@ bool layer_norm_supports(const ir::Node& n) {
   return n.outputs[0]->dtype == DType::kFloat32;
 }
 
-class LayerNormKernel : public Kernel {
+class LayerNormKernel : public ShapePreparedKernel {
  public:
-  explicit LayerNormKernel(const ir::Node& node) : node_(node) {}
+  explicit LayerNormKernel(const ir::Node& node) : ShapePreparedKernel(node) {}
   std::string name() const override { return "cpu:onednn:layer_norm"; }
-
-  Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
-    const ir::Value* x = node_.inputs[0];
-    if (x->shape && is_static(*x->shape)) (void)prepare(static_dims(*x->shape));
-    return Status();
-  }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
     FERRY_ASSIGN_OR_RETURN(const Tensor* scale, ops::nn::tensor_in(ctx, 1, "Scale"));
     FERRY_ASSIGN_OR_RETURN(const Tensor* bias, ops::nn::optional_tensor_in(ctx, 2, "B"));
     if (x->dtype() != DType::kFloat32 || scale->dtype() != DType::kFloat32 || (bias && bias->dtype() != DType::kFloat32))
-      return reference_->kernel(ctx);
-    if (x->dims() != dims_ || !ready_) {
-      if (!prepare(x->dims())) return reference_->kernel(ctx);
-    }
+      return run_reference(ctx);
+    if (!ready_for(x->dims())) return run_reference(ctx);
     // Scale / B must hold exactly the normalized shape's elements (trailing dims equal, unit dims ahead).
     auto covers = [&](const Tensor& t) {
       if (t.numel() != inner_ || t.rank() > x->rank()) return false;
@@ -52,7 +43,7 @@ class LayerNormKernel : public Kernel {
         if (t.dim(-i) != x->dim(-i)) return false;
       return true;
     };
-    if (!covers(*scale) || (bias && !covers(*bias))) return reference_->kernel(ctx);
+    if (!covers(*scale) || (bias && !covers(*bias))) return run_reference(ctx);
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, x->dims()));
     const md vec = plain_desc(DType::kFloat32, {inner_});
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(*x, md_)},
@@ -65,9 +56,7 @@ class LayerNormKernel : public Kernel {
   }
 
  private:
-  bool prepare(const std::vector<int64_t>& d) {
-    ready_ = false;
-    dims_ = d;
+  bool prepare_for(const std::vector<int64_t>& d) override {
     const int64_t rank = static_cast<int64_t>(d.size());
     int64_t axis = node_.attr_int("axis", -1);
     if (axis < 0) axis += rank;
@@ -89,15 +78,10 @@ class LayerNormKernel : public Kernel {
     } catch (const dnnl::error&) {
       return false;
     }
-    ready_ = true;
     return true;
   }
 
-  const ir::Node& node_;
-  const ops::OpSchema* reference_ = nullptr;
-  std::vector<int64_t> dims_;
   int64_t inner_ = 1;
-  bool ready_ = false;
   md md_;
   dnnl::layer_normalization_forward prim_, prim_shift_;
 };

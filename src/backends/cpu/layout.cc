@@ -37,6 +37,7 @@ dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims) {
 
 dnnl::memory::desc desc_of(const Tensor& t) {
   if (const auto* l = dynamic_cast<const DnnlLayout*>(t.layout())) return l->desc();
+  if (const auto* l = dynamic_cast<const PackedConstantLayout*>(t.layout())) return l->packed_desc();
   return plain_desc(t.dtype(), t.dims());
 }
 
@@ -79,6 +80,31 @@ std::string DnnlLayout::describe() const { return describe_desc(md_); }
 
 Result<Tensor> DnnlLayout::to_plain(const Tensor& self) const {
   return reorder_to(self, plain_desc(self.dtype(), self.dims()));
+}
+
+std::string PackedConstantLayout::describe() const { return "packed " + describe_desc(packed_); }
+
+Result<Tensor> PackedConstantLayout::to_plain(const Tensor& self) const {
+  FERRY_ASSIGN_OR_RETURN(Tensor out, Tensor::create(self.dtype(), self.dims()));
+  reorder(dnnl::memory(packed_, engine(), const_cast<void*>(self.raw())),
+          dnnl::memory(plain_view_, engine(), out.raw()));
+  return out;
+}
+
+Tensor adopt_packed(const Tensor& original, const Tensor& packed, const dnnl::memory::desc& packed_md,
+                    const dnnl::memory::desc& plain_view) {
+  // Only layouts oneDNN can reorder back (not e.g. the Winograd weight format): to_plain must work.
+  try {
+    dnnl::reorder::primitive_desc check(engine(), packed_md, engine(), plain_view);
+    (void)check;
+  } catch (const dnnl::error&) {
+    return Tensor();
+  }
+  auto keep = std::make_shared<Tensor>(packed);
+  Tensor t = Tensor::wrap(original.dtype(), original.dims(), const_cast<void*>(packed.raw()),
+                          std::shared_ptr<void>(keep, keep.get()));
+  t.set_layout(std::make_shared<PackedConstantLayout>(packed_md, plain_view));
+  return t;
 }
 
 dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md) {

@@ -29,6 +29,27 @@ class DnnlLayout : public TensorLayout {
   dnnl::memory::desc md_;
 };
 
+// A constant (a weight) that a kernel prepacked and adopted (Kernel::adopt_constant): the storage holds
+// the packed bytes in `packed`, the tensor keeps the original initializer's dims, and to_plain rebuilds
+// the original row-major bytes through `plain_view`, a descriptor of those bytes in the packed
+// descriptor's logical dims (e.g. a grouped conv's 5-D view of 4-D weights, or a transposed matmul B).
+class PackedConstantLayout : public TensorLayout {
+ public:
+  PackedConstantLayout(dnnl::memory::desc packed, dnnl::memory::desc plain_view)
+      : packed_(std::move(packed)), plain_view_(std::move(plain_view)) {}
+  const dnnl::memory::desc& packed_desc() const { return packed_; }
+  std::string describe() const override;  // "packed OIhw16i16o"
+  Result<Tensor> to_plain(const Tensor& self) const override;
+
+ private:
+  dnnl::memory::desc packed_, plain_view_;
+};
+// The tensor to hand back from adopt_constant: `original`'s dtype and dims over `packed`'s storage
+// (which it keeps alive), packed in `packed_md`; `plain_view` as in PackedConstantLayout. Undefined
+// when oneDNN cannot reorder `packed_md` back to plain (then the original stays).
+Tensor adopt_packed(const Tensor& original, const Tensor& packed, const dnnl::memory::desc& packed_md,
+                    const dnnl::memory::desc& plain_view);
+
 // oneDNN's data type for a ferry dtype; nullopt-like `undef` for dtypes oneDNN has no type for.
 dnnl::memory::data_type dnnl_dtype(DType t);
 

@@ -149,6 +149,20 @@ class MatMulKernel : public Kernel {
   }
 
   std::string name() const override { return impl_.empty() ? "cpu:matmul:reference" : "cpu:onednn:matmul:" + impl_; }
+  // Only for B: this kernel's adopted packed weights (adopt_constant). No producer hands it a blocked
+  // activation (MatMul is not declared layout-aware); run() makes any other non-plain input plain.
+  bool accepts_layouts() const override { return true; }
+
+  // With static shapes B was packed once at init: the packed copy becomes the initializer.
+  Tensor adopt_constant(int input) override {
+    if (input != 1 || plans_.size() != 1 || plans_[0]->reference || !plans_[0]->packed_b.defined() ||
+        !const_b_.is_plain())
+      return Tensor();
+    MatMulPlan& p = *plans_[0];
+    Tensor adopted = adopt_packed(const_b_, p.packed_b, p.pd.weights_desc(), p.wei_md);
+    if (adopted.defined()) const_b_ = adopted;
+    return adopted;
+  }
 
   Status run(ops::KernelContext& ctx) override {
     const std::string& op = node_.op_type;
@@ -156,6 +170,13 @@ class MatMulKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(const Tensor* b, ops::nn::tensor_in(ctx, 1, "B"));
     const Tensor* bias = nullptr;
     if (bias_input_ >= 0) { FERRY_ASSIGN_OR_RETURN(bias, ops::nn::optional_tensor_in(ctx, bias_input_, "Bias")); }
+    const bool b_adopted = !b->is_plain() && const_b_.defined() && b->raw() == const_b_.raw();
+    Tensor plain_a, plain_b, plain_bias;
+    for (auto [t, keep] : {std::pair{&a, &plain_a}, std::pair{&b, &plain_b}, std::pair{&bias, &plain_bias}})
+      if (*t && !(*t)->is_plain() && !(*t == b && b_adopted)) {
+        FERRY_ASSIGN_OR_RETURN(*keep, (*t)->plain());
+        *t = keep;
+      }
     if (a->dtype() != DType::kFloat32 || b->dtype() != DType::kFloat32 || (bias && bias->dtype() != DType::kFloat32))
       return reference_->kernel(ctx);  // the reference kernel reports the type error
     const bool b_const = const_b_.defined() && b->raw() == const_b_.raw();
@@ -166,7 +187,10 @@ class MatMulKernel : public Kernel {
       return planned.status();
     }
     MatMulPlan* p = *planned;
-    if (p->reference) return reference_->kernel(ctx);
+    if (p->reference) {
+      if (b_adopted) return Status::internal(op + ": shapes changed after B was prepacked: " + a->describe());
+      return reference_->kernel(ctx);
+    }
 
     // Bias: the constant (beta already folded in), or this run's value scaled by beta.
     Tensor bias_t;
@@ -350,6 +374,11 @@ class MatMulKernel : public Kernel {
     } else {
       impl_ = plan->pd.impl_info_str();
       if (const_b) {
+        Tensor plain_b;  // adopted B (packed for other shapes) unpacked once for this plan
+        if (!const_b->is_plain()) {
+          FERRY_ASSIGN_OR_RETURN(plain_b, const_b->plain());
+          const_b = &plain_b;
+        }
         FERRY_ASSIGN_OR_RETURN(plan->packed_b, make_tensor(DType::kFloat32, dst_dims_for_weights(*plan), plan->pd.weights_desc()));
         reorder(as_memory(*const_b, plan->wei_md), as_memory(plan->packed_b, plan->pd.weights_desc()));
       }

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/shape_prepared_kernel.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -14,31 +15,15 @@ namespace {
 
 using md = dnnl::memory::desc;
 
-bool softmax_supports(const ir::Node& n) {
-  if (!n.has_input(0) || !n.has_output(0)) return false;
-  if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
-  return !n.inputs[0]->shape || (!n.inputs[0]->shape->empty() && n.inputs[0]->shape->size() <= 12);
-}
-
-class SoftmaxKernel : public Kernel {
+class SoftmaxKernel : public ShapePreparedKernel {
  public:
-  SoftmaxKernel(const ir::Node& node, bool log) : node_(node), log_(log) {}
+  SoftmaxKernel(const ir::Node& node, bool log) : ShapePreparedKernel(node), log_(log) {}
   std::string name() const override { return log_ ? "cpu:onednn:logsoftmax" : "cpu:onednn:softmax"; }
-
-  Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
-    const ir::Value* x = node_.inputs[0];
-    if (x->shape && is_static(*x->shape)) (void)prepare(static_dims(*x->shape));
-    return Status();
-  }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "input"));
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return reference_->kernel(ctx);
-    if (x->dims() != dims_ || !ready_) {
-      if (!prepare(x->dims())) return reference_->kernel(ctx);  // bad axis: the reference reports it
-    }
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return run_reference(ctx);
+    if (!ready_for(x->dims())) return run_reference(ctx);  // bad axis: the reference reports it
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, x->dims()));
     if (log_) {
       log_prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, md_)}, {DNNL_ARG_DST, as_memory(*y, md_)}});
@@ -51,9 +36,7 @@ class SoftmaxKernel : public Kernel {
 
  private:
   // Prepares the primitive for input dims `d`; false when the axis is out of range or oneDNN fails.
-  bool prepare(const std::vector<int64_t>& d) {
-    ready_ = false;
-    dims_ = d;
+  bool prepare_for(const std::vector<int64_t>& d) override {
     const int64_t rank = static_cast<int64_t>(d.size());
     if (rank == 0) return false;
     for (int64_t v : d)
@@ -87,15 +70,10 @@ class SoftmaxKernel : public Kernel {
     } catch (const dnnl::error&) {
       return false;
     }
-    ready_ = true;
     return true;
   }
 
-  const ir::Node& node_;
   bool log_;
-  const ops::OpSchema* reference_ = nullptr;
-  std::vector<int64_t> dims_;
-  bool ready_ = false;
   md md_;
   dnnl::softmax_forward prim_;
   dnnl::logsoftmax_forward log_prim_;
@@ -110,8 +88,8 @@ Result<std::unique_ptr<Kernel>> create_softmax(const ir::Node& node) {
 }  // namespace
 
 void register_softmax(KernelTable& t) {
-  t.push_back({"", "Softmax", softmax_supports, create_softmax});
-  t.push_back({"", "LogSoftmax", softmax_supports, create_softmax});
+  t.push_back({"", "Softmax", float32_data_supports, create_softmax});
+  t.push_back({"", "LogSoftmax", float32_data_supports, create_softmax});
 }
 
 }  // namespace ferry::backends::cpu

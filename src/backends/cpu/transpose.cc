@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/shape_prepared_kernel.h"
 #include "backends/cpu/strided_copy.h"
 #include "ops/util/nn_common.h"
 
@@ -16,31 +17,15 @@ namespace {
 
 using md = dnnl::memory::desc;
 
-bool transpose_supports(const ir::Node& n) {
-  if (!n.has_input(0) || !n.has_output(0)) return false;
-  if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
-  return !n.inputs[0]->shape || (!n.inputs[0]->shape->empty() && n.inputs[0]->shape->size() <= 12);
-}
-
-class TransposeKernel : public Kernel {
+class TransposeKernel : public ShapePreparedKernel {
  public:
-  explicit TransposeKernel(const ir::Node& node) : node_(node) {}
+  explicit TransposeKernel(const ir::Node& node) : ShapePreparedKernel(node) {}
   std::string name() const override { return "cpu:onednn:transpose"; }
-
-  Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
-    const ir::Value* x = node_.inputs[0];
-    if (x->shape && is_static(*x->shape)) (void)prepare(static_dims(*x->shape));
-    return Status();
-  }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return reference_->kernel(ctx);
-    if (x->dims() != dims_ || !ready_) {
-      if (!prepare(x->dims())) return reference_->kernel(ctx);  // a bad perm: the reference reports it
-    }
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return run_reference(ctx);
+    if (!ready_for(x->dims())) return run_reference(ctx);  // a bad perm: the reference reports it
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
     if (runs_) {
       strided_copy(view_, x->data<float>(), y->data<float>());
@@ -52,9 +37,7 @@ class TransposeKernel : public Kernel {
   }
 
  private:
-  bool prepare(const std::vector<int64_t>& d) {
-    ready_ = false;
-    dims_ = d;
+  bool prepare_for(const std::vector<int64_t>& d) override {
     const int r = static_cast<int>(d.size());
     std::vector<int64_t> perm = node_.attr_ints("perm");
     if (perm.empty())
@@ -76,10 +59,7 @@ class TransposeKernel : public Kernel {
     }
     view_ = StridedView{out_dims_, std::vector<int64_t>(os.begin(), os.end()), 0};
     runs_ = plan_strided_copy(view_);
-    if (runs_) {
-      ready_ = true;
-      return true;
-    }
+    if (runs_) return true;
     try {
       src_md_ = md(od, dnnl::memory::data_type::f32, os);
       dst_md_ = plain_desc(DType::kFloat32, out_dims_);
@@ -87,14 +67,10 @@ class TransposeKernel : public Kernel {
     } catch (const dnnl::error&) {
       return false;
     }
-    ready_ = true;
     return true;
   }
 
-  const ir::Node& node_;
-  const ops::OpSchema* reference_ = nullptr;
-  std::vector<int64_t> dims_, out_dims_;
-  bool ready_ = false;
+  std::vector<int64_t> out_dims_;
   bool runs_ = false;  // the last axis stays innermost: memcpy runs instead of the reorder
   StridedView view_;
   md src_md_, dst_md_;
@@ -109,6 +85,6 @@ Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node) {
 
 }  // namespace
 
-void register_transpose(KernelTable& t) { t.push_back({"", "Transpose", transpose_supports, create_transpose}); }
+void register_transpose(KernelTable& t) { t.push_back({"", "Transpose", float32_data_supports, create_transpose}); }
 
 }  // namespace ferry::backends::cpu

@@ -144,4 +144,22 @@ Status infer_conv(InferContext& ctx, DType out_dtype, int x_input, int w_input) 
   return Status();
 }
 
+Result<std::vector<double>> conv_float_reference(const std::string& op, const ConvSetup& s, const Tensor& x,
+                                                 const Tensor& w, const Tensor* b) {
+  if (b && !(b->rank() == 1 && b->numel() == s.M))
+    return Status::invalid(op + ": B must be a 1-D tensor of " + std::to_string(s.M) + " values, got " + b->describe());
+  int64_t numel = 1;
+  for (int64_t d : s.out_dims) numel *= d;
+  const int64_t out_plane = s.M ? numel / std::max<int64_t>(1, s.N * s.M) : 0;
+  std::vector<double> acc(numel, 0.0);
+  if (b) {
+    std::vector<double> bias = to_doubles(*b);
+    for (int64_t n = 0; n < s.N; ++n)
+      for (int64_t m = 0; m < s.M; ++m) std::fill_n(acc.begin() + (n * s.M + m) * out_plane, out_plane, bias[m]);
+  }
+  std::vector<double> xv = to_doubles(x), wv = to_doubles(w);
+  conv_direct<double>(xv.data(), wv.data(), acc.data(), s.N, s.C, s.M, s.group, s.win);
+  return acc;
+}
+
 }  // namespace ferry::ops::nn

@@ -4,6 +4,7 @@
 // contribute nothing, which is exactly zero padding (or x_zero_point padding for the integer ops).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/util/nn_common.h"
@@ -24,6 +25,11 @@ struct ConvSetup {
   std::vector<int64_t> out_dims;  // [N, M, out...]
 };
 Result<ConvSetup> conv_setup(const ir::Node& node, const Tensor& x, const Tensor& w);
+
+// The float Conv reference in double: checks B (1-D, M values; errors name `op`), then returns
+// conv(x, w) + b over s.out_dims, row-major (Conv stores it, FusedConv applies its post-ops first).
+Result<std::vector<double>> conv_float_reference(const std::string& op, const ConvSetup& s, const Tensor& x,
+                                                 const Tensor& w, const Tensor* b);
 
 // Inference for Conv-family ops: output [N, M, out...] of dtype `out_dtype`.
 Status infer_conv(InferContext& ctx, DType out_dtype, int x_input, int w_input);

@@ -1,0 +1,112 @@
+// Highway compiles this file once per target (foreach_target.h re-includes it); HWY_ONCE marks the
+// part compiled once, which exports the per-target functions and dispatches among them.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/vec_math.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/vec_math.h"
+
+#ifndef FERRY_VEC_MATH_SLEEF_DECLS
+#define FERRY_VEC_MATH_SLEEF_DECLS
+#include <immintrin.h>
+// sleef.h declares its vector functions only when the whole file is compiled for that ISA; Highway
+// compiles each target's code with target attributes instead, so the two entry points are declared here.
+extern "C" __m512 Sleef_erff16_u10avx512f(__m512);
+extern "C" __m256 Sleef_erff8_u10avx2(__m256);
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ferry::backends::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D, class V>
+HWY_INLINE V erf_vec(D d, V x) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  (void)d;
+  return V{Sleef_erff16_u10avx512f(x.raw)};
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  (void)d;
+  return V{Sleef_erff8_u10avx2(x.raw)};
+#else
+  HWY_ALIGN float buf[hn::MaxLanes(d)];
+  hn::Store(x, d, buf);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = std::erf(buf[i]);
+  return hn::Load(d, buf);
+#endif
+}
+
+// Highway's contrib/math functions are accurate on finite arguments in their domain only; these give
+// IEEE results elsewhere (log of 0, negatives, inf, NaN; sin/cos of inf), as std:: does.
+template <class D, class V>
+HWY_INLINE V log_ieee(D d, V x) {
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), r);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+template <class D, class V>
+HWY_INLINE V finite_only(D d, V x, V r) {
+  return hn::IfThenElse(hn::IsFinite(x), r, hn::Set(d, std::numeric_limits<float>::quiet_NaN()));
+}
+
+template <class D, class V>
+HWY_INLINE V apply(VecUnary op, D d, V x) {
+  switch (op) {
+    case VecUnary::kLog: return log_ieee(d, x);
+    case VecUnary::kErf: return erf_vec(d, x);
+    case VecUnary::kSin: return finite_only(d, x, hn::Sin(d, x));
+    case VecUnary::kCos: return finite_only(d, x, hn::Cos(d, x));
+    case VecUnary::kAtan: return hn::Atan(d, x);
+    case VecUnary::kSoftplus: {
+      // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, no cancellation for small.
+      const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));
+      return hn::IfThenElse(hn::IsNaN(x), x, hn::Add(hn::Max(x, hn::Zero(d)), hn::Log1p(d, e)));
+    }
+    case VecUnary::kSoftsign: return hn::Div(x, hn::Add(hn::Set(d, 1.0f), hn::Abs(x)));
+    case VecUnary::kReciprocal: return hn::Div(hn::Set(d, 1.0f), x);
+    case VecUnary::kFloor: return hn::Floor(x);
+    case VecUnary::kCeil: return hn::Ceil(x);
+    case VecUnary::kRound: return hn::Round(x);  // ties to even, as ONNX Round
+  }
+  return x;
+}
+
+void UnaryF32(VecUnary op, const float* HWY_RESTRICT x, float* y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(apply(op, d, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    // The tail through a full vector padded with ones (defined for every op here, Log included).
+    HWY_ALIGN float buf[hn::MaxLanes(d)];
+    for (size_t k = 0; k < N; ++k) buf[k] = i + k < n ? x[i + k] : 1.0f;
+    hn::Store(apply(op, d, hn::Load(d, buf)), d, buf);
+    for (size_t k = 0; i + k < n; ++k) y[i + k] = buf[k];
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace ferry::backends::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ferry::backends::cpu {
+
+HWY_EXPORT(UnaryF32);
+HWY_EXPORT(TargetName);
+
+void vec_unary(VecUnary op, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n); }
+
+std::string vec_math_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace ferry::backends::cpu
+#endif

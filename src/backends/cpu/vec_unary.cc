@@ -1,0 +1,75 @@
+// Float32 elementwise math the oneDNN eltwise primitives do not cover (or not accurately enough for
+// the ONNX conformance tolerances: Log, Softplus), on the Highway/SLEEF kernels of vec_math.h with
+// run-time ISA dispatch; large tensors are split across the OpenMP threads.
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/vec_math.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+const std::map<std::string, VecUnary>& vec_ops() {
+  static const std::map<std::string, VecUnary> m{
+      {"Log", VecUnary::kLog},         {"Erf", VecUnary::kErf},           {"Sin", VecUnary::kSin},
+      {"Cos", VecUnary::kCos},         {"Atan", VecUnary::kAtan},         {"Softplus", VecUnary::kSoftplus},
+      {"Softsign", VecUnary::kSoftsign}, {"Reciprocal", VecUnary::kReciprocal}, {"Floor", VecUnary::kFloor},
+      {"Ceil", VecUnary::kCeil},       {"Round", VecUnary::kRound}};
+  return m;
+}
+
+bool vec_unary_supports(const ir::Node& n) {
+  if (!n.domain.empty() || !vec_ops().count(n.op_type)) return false;
+  return n.has_input(0) && n.inputs[0]->dtype == DType::kFloat32 && n.has_output(0) &&
+         n.outputs[0]->dtype == DType::kFloat32;
+}
+
+// Below this many elements one thread does it all: forking costs more than it saves.
+constexpr int64_t kChunk = 1 << 15;
+
+class VecUnaryKernel : public Kernel {
+ public:
+  VecUnaryKernel(const ir::Node& node, VecUnary op) : node_(node), op_(op) {}
+  std::string name() const override { return "cpu:vec:" + vec_math_target(); }
+  // Each element is read before the same element is written: the output may take the input's memory.
+  int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
+
+  Status run(ops::KernelContext& ctx) override {
+    FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
+    if (x->dtype() != DType::kFloat32) return Status::invalid(node_.op_type + ": the cpu kernel takes float32");
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, x->dims()));
+    const float* in = x->data<float>();
+    float* out = y->data<float>();
+    const int64_t n = x->numel();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    const VecUnary op = op_;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t lo = c * kChunk, len = std::min(kChunk, n - lo);
+      vec_unary(op, in + lo, out + lo, static_cast<size_t>(len));
+    }
+    return Status();
+  }
+
+ private:
+  const ir::Node& node_;
+  VecUnary op_;
+};
+
+Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node) {
+  auto it = vec_ops().find(node.op_type);
+  if (it == vec_ops().end()) return Status::unsupported("the cpu backend has no vectorized kernel for " + node.label());
+  return std::unique_ptr<Kernel>(new VecUnaryKernel(node, it->second));
+}
+
+}  // namespace
+
+void register_vec_unary(KernelTable& t) {
+  for (const auto& [op, kind] : vec_ops()) t.push_back({"", op, vec_unary_supports, create_vec_unary});
+}
+
+}  // namespace ferry::backends::cpu
