@@ -91,6 +91,9 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
 
   progress("loading " + o.model + " ...");
   const bool is_onnx = detect_model_file(o.model) == ModelFileKind::kOnnx;
+  if (!is_onnx && o.golden.kind == GoldenSpec::Kind::kReference && o.candidate_dir.empty())
+    rep.notes.push_back("a .ferry file holds the compiled (already optimized) graph, so the reference golden runs that "
+                        "graph; pass --golden MODEL.onnx to compare against the model as imported");
   frontend::ImportOptions import;
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, open_model(o.model, import));
   const std::map<std::string, Origin> origin = origins_of(*original->graph);
