@@ -100,12 +100,18 @@ CommandFn add_compare_command(CLI::App& app) {
                 "record each golden tensor's min/max/absmax and the fraction outside fp16's range or below its "
                 "smallest normal, and name the tensors that would overflow or flush in fp16/bf16");
   cmd->add_option("--cosine", a->th.cosine_min, "pass threshold: cosine similarity at least C (default 0.99)")
+      ->check(CLI::Range(-1.0, 1.0))
       ->type_name("C");
   cmd->add_option("--rel-euclid", a->th.rel_euclid_max,
                   "pass threshold: relative Euclidean distance at most E (default 0.05)")
+      ->check(CLI::NonNegativeNumber)
       ->type_name("E");
-  cmd->add_option("--atol", a->th.atol, "absolute tolerance of the allclose verdict (default 1e-4)")->type_name("A");
-  cmd->add_option("--rtol", a->th.rtol, "relative tolerance of the allclose verdict (default 1e-3)")->type_name("R");
+  cmd->add_option("--atol", a->th.atol, "absolute tolerance of the allclose verdict (default 1e-4)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("A");
+  cmd->add_option("--rtol", a->th.rtol, "relative tolerance of the allclose verdict (default 1e-3)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("R");
   cmd->add_option("--json", a->json, "write the report as JSON (schema ferry.compare/1, docs/compare.md)")
       ->type_name("FILE");
   cmd->add_option("--csv", a->csv, "write one CSV row per output and compared tensor")->type_name("FILE");

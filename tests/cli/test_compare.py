@@ -210,6 +210,11 @@ os.makedirs(empty)
 u.expect_error("--candidate without the output file", ["compare", good, "--candidate", empty], "prob")
 u.expect_error("--candidate that is not a folder", ["compare", good, "--candidate", good], "--candidate")
 u.expect_error("bad --input flag", ["compare", good, "--input", "x"], "x")
+rc, out, err = u.ferry("compare", good, "--cosine", "2")
+check("--cosine outside [-1, 1] is a usage error (exit 2)", rc == 2 and "cosine" in err, (rc, err))
+rc, out, err, rep = compare(bad, "--golden", good, "--cosine", "-1", "--rel-euclid", "100")
+check("thresholds from flags: a lax threshold passes the planted fault", rc == 0 and rep and rep["pass"]
+      and rep["thresholds"]["rel_euclid_max"] == 100, (rc, err))
 rc, out, err = u.ferry("compare", "--help")
 check("compare --help mentions the goldens and defaults", rc == 0 and "onnxruntime" in out and "0.99" in out, out)
 
