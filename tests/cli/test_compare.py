@@ -202,6 +202,18 @@ else:
           adv and "'scores'" in adv[0]["message"] and "MatMul_big" in adv[0]["message"] and "65504" in adv[0]["message"],
           rep and rep["advisor"])
 
+# --- compiled models ---------------------------------------------------------------------------------
+ferry_file = os.path.join(tmp, "bad.ferry")
+rc, out, err = u.ferry("compile", bad, "-o", ferry_file)
+check("compile for compare: exit 0", rc == 0, err)
+rc, out, err, rep = compare(ferry_file, "--golden", good, "--layerwise")
+check("compiled candidate vs the original model: MatMul_1's kernel is first divergent",
+      rep and "MatMul_1" in rep["first_divergent_provenance"], rep and rep["first_divergent_provenance"])
+rc, out, err, rep = compare(ferry_file)
+check("compiled candidate with the reference golden: a note says what the golden runs",
+      rep and any(".ferry" in n for n in rep["notes"]), rep and rep["notes"])
+u.expect_error("--golden onnxruntime needs an ONNX model", ["compare", ferry_file, "--golden", "onnxruntime"], "ONNX model")
+
 # --- errors --------------------------------------------------------------------------------------------
 u.expect_error("bad --golden", ["compare", good, "--golden", os.path.join(tmp, "nope")], "--golden", "nope")
 u.expect_error("--single-op with --candidate", ["compare", good, "--candidate", d_bad, "--single-op"], "--single-op")
