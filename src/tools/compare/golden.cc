@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -82,7 +83,6 @@ Result<CapturedRun> run_capturing(ModelRunner& runner, const std::map<std::strin
     run.order.push_back({in->onnx_name.empty() ? in->name : in->onnx_name, "", "", {}, in});
     if (keep_tensors) run.tensors[run.order.back().onnx_name] = it->second.tensor;
   }
-  Status hook_error;
   runner.set_node_hook([&](const ir::Node& node, const std::vector<const RtValue*>&, const std::vector<RtValue>& outs) {
     for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k) {
       const ir::Value* v = node.outputs[k];
