@@ -45,6 +45,7 @@ int run_bench_command(const BenchArgs& a) {
   o.threads = a.session.threads;
   o.backend = a.session.backend;
   o.opt_level = a.session.opt_level;
+  o.precision = session_options(a.session).precision;
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.inputs.seed = a.seed;

@@ -1,10 +1,11 @@
 // `ferry compile MODEL.onnx -o OUT.ferry [--input-shape NAME:DIMS ...] [--dynamic-batch 1,2,4,8]
-// [--opt-level 0..3]`: optimizes the model and writes the offline .ferry file; prints a summary.
+// [--opt-level 0..3] [--precision MODE --keep-fp32 FILE --keep-io-types --mixlist FILE]`: optimizes the model and writes the offline .ferry file; prints a summary.
 // Malformed flag values are usage errors (exit 2); a model that cannot be compiled exits 1.
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/session_flags.h"
 #include "tools/compile.h"
 
 namespace ferry::cli {
@@ -25,6 +26,7 @@ struct CompileArgs {
   std::string model, output, gears;
   std::vector<std::string> shapes;
   int opt_level = 2;
+  SessionFlags precision;  // only the precision flags are registered
 };
 
 int run_compile(const CompileArgs& a) {
@@ -32,6 +34,7 @@ int run_compile(const CompileArgs& a) {
   req.model_path = a.model;
   req.output_path = a.output;
   req.opt_level = a.opt_level;
+  req.precision = session_options(a.precision).precision;
   for (const std::string& s : a.shapes) {
     auto parsed = tools::parse_input_shape(s);
     if (!parsed.ok()) return report_error(parsed.status());  // checked by the parser already
@@ -78,6 +81,7 @@ CommandFn add_compile_command(CLI::App& app) {
           "LIST", "gears"));
   cmd->add_option("--opt-level", args->opt_level, "0: none, 1: cleanup and folding, 2: + fusions (default), 3: + layout")
       ->check(CLI::Range(0, 3));
+  add_precision_flags(cmd, args->precision);
   return [args] { return run_compile(*args); };
 }
 

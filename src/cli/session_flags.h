@@ -13,7 +13,37 @@ struct SessionFlags {
   std::string backend = "cpu";
   int opt_level = 2;
   int threads = 0;  // 0: all cores
+  std::string precision = "fp32";
+  std::string keep_fp32_file;
+  bool keep_io_types = false;
+  std::string mixlist;
 };
+
+// The --precision help: every mode with its ATC equivalent (docs/precision.md has the details).
+inline const char* kPrecisionHelp =
+    "precision mode (ATC --precision_mode in brackets): 'fp32' (must_keep_origin_dtype; default), 'fp16' "
+    "(force_fp16: every float op in fp16), 'bf16' (allow_fp32_to_bf16 / force_bf16), 'mixed-fp16' "
+    "(allow_mix_precision: allow-list ops in fp16, deny-list ops in fp32, the rest follow their inputs), "
+    "'mixed-bf16' (allow_mix_precision_bf16). fp16 is EMULATED on this CPU: tensors are rounded to fp16 "
+    "(overflow to inf included) while the arithmetic is fp32; bf16 Conv/MatMul run natively in bf16 where "
+    "the CPU has avx512_bf16";
+
+// --precision, --keep-fp32, --keep-io-types, --mixlist (also used alone by `ferry compile`).
+inline void add_precision_flags(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--precision", f.precision, kPrecisionHelp)
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16"}))
+      ->type_name("MODE");
+  cmd->add_option("--keep-fp32", f.keep_fp32_file,
+                  "keep these nodes in fp32 (ATC --keep_dtype): a file with one ONNX node name or OpType::X per "
+                  "line, '#' comments; names match fused nodes through the ONNX nodes they cover")
+      ->type_name("FILE");
+  cmd->add_flag("--keep-io-types", f.keep_io_types,
+                "the model's outputs stay fp32: nodes that write a graph output do not round it to fp16/bf16");
+  cmd->add_option("--mixlist", f.mixlist,
+                  "edit the mixed modes' op lists (ATC --modify_mixlist): JSON {\"allow\"|\"deny\"|\"follow\": "
+                  "{\"to-add\": [...], \"to-remove\": [...]}}; ATC's white-list/black-list/gray-list names work too")
+      ->type_name("FILE.json");
+}
 
 inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--backend", f.backend,
@@ -29,6 +59,7 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
       ->check(CLI::PositiveNumber)
       ->type_name("N");
+  add_precision_flags(cmd, f);
 }
 
 inline runtime::SessionOptions session_options(const SessionFlags& f) {
@@ -36,6 +67,10 @@ inline runtime::SessionOptions session_options(const SessionFlags& f) {
   so.backend = f.backend;
   so.opt_level = f.opt_level;
   so.threads = f.threads;
+  so.precision.mode = passes::parse_precision(f.precision).value();  // CLI11 checked the name
+  so.precision.keep_fp32_file = f.keep_fp32_file;
+  so.precision.keep_io_types = f.keep_io_types;
+  so.precision.mixlist_path = f.mixlist;
   return so;
 }
 

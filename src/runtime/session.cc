@@ -136,6 +136,11 @@ Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> 
     Status st = passes::optimize(*s->model_, po, &s->pass_reports_);
     if (!st.ok()) return st.with_context("while optimizing " + s->model_->source_path);
   }
+  {
+    // Also at fp32: reading the keep list / mixlist reports a bad file even when it would change nothing.
+    Status st = passes::apply_precision(*s->model_, opts.precision, &s->precision_report_);
+    if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(opts.precision.mode));
+  }
   // OpenMP's thread count is process-wide: the last session loaded with a count sets it.
   if (opts.threads > 0) backends::cpu::set_num_threads(opts.threads);
   s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena);

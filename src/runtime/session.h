@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "passes/pipeline.h"
+#include "passes/precision.h"
 
 namespace ferry::runtime {
 
@@ -29,6 +30,9 @@ struct SessionOptions {
   // Place static intermediates in one planned arena (executor.h). Off: every tensor is allocated as it
   // is produced (for debugging memory issues and measuring what the arena saves).
   bool memory_arena = true;
+  // Precision mode (passes/precision.h), applied after the optimizer: fp16/bf16 storage emulation,
+  // mixed lists, keep-fp32 entries. fp32 (the default) changes nothing.
+  passes::PrecisionOptions precision;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.
@@ -72,6 +76,8 @@ class Session {
   const SessionOptions& options() const { return opts_; }
   // What each optimization pass did at load (empty at opt_level 0).
   const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
+  // What the precision pass did at load (mode fp32 and zero counts when it did not run).
+  const passes::PrecisionReport& precision_report() const { return precision_report_; }
   // The prepared executor: kernels per node and the memory plan (for `inspect --plan`).
   const Executor& executor() const { return *executor_; }
 
@@ -81,6 +87,7 @@ class Session {
   std::unique_ptr<class Executor> executor_;
   SessionOptions opts_;
   std::vector<passes::PassReport> pass_reports_;
+  passes::PrecisionReport precision_report_;
   NodeHook hook_;
   std::mutex run_mutex_;
 };

@@ -297,6 +297,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   r.model = o.model;
   r.backend = o.backend;
   r.opt_level = o.opt_level;
+  r.precision = passes::describe(o.precision.mode);
   r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.warmup = o.warmup;
   r.measure = o.measure;
@@ -344,6 +345,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     so.backend = o.backend;
     so.input_shapes = shapes->first;
     so.opt_level = o.opt_level;
+    so.precision = o.precision;
     so.threads = r.threads;
     std::unique_ptr<ModelRunner> runner;
     std::unique_ptr<runtime::Session> own_session;

@@ -17,6 +17,7 @@
 
 #include "core/status.h"
 #include "ir/graph.h"
+#include "passes/precision.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::tools {
@@ -109,6 +110,7 @@ struct BenchOptions {
   int threads = 0;               // 0: one per core (resolved before running, so peers get the same)
   std::string backend = "cpu";
   int opt_level = 2;
+  passes::PrecisionOptions precision;  // fp16 runs are emulated: the report says so
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();
@@ -124,6 +126,7 @@ struct BenchReport {
   std::string model;
   std::string backend;
   int opt_level = 0;
+  std::string precision = "fp32";  // passes::describe(mode), "emulated" for fp16
   int threads = 0;
   LoopPolicy warmup, measure;
   std::vector<BatchResult> results;

@@ -81,8 +81,8 @@ nlohmann::json batch_json(const BatchResult& b) {
 
 std::string format_bench_report(const BenchReport& r) {
   std::string out = fmt::format("ferry bench: {}\n", r.model);
-  out += fmt::format("ferry {} backend, opt-level {}, {} thread(s); warmup {}, measure {}\n", r.backend, r.opt_level,
-                     r.threads, describe(r.warmup), describe(r.measure));
+  out += fmt::format("ferry {} backend, opt-level {}, precision {}, {} thread(s); warmup {}, measure {}\n", r.backend,
+                     r.opt_level, r.precision, r.threads, describe(r.warmup), describe(r.measure));
   out += table(r.results);
   out += warnings("ferry", r.results);
   for (const PeerResult& p : r.peers) {
@@ -117,6 +117,7 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["date_utc"] = r.date_utc;
   j["model"] = r.model;
   j["backend"] = r.backend;
+  j["precision"] = r.precision;
   j["opt_level"] = r.opt_level;
   j["threads"] = r.threads;
   j["warmup_policy"] = policy_to_json(r.warmup);

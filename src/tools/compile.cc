@@ -130,6 +130,8 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   }
   Status st = passes::optimize(*model, oo, &r.passes);
   if (!st.ok()) return st.with_context("while optimizing " + req.model_path);
+  st = passes::apply_precision(*model, req.precision, &r.precision);
+  if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(req.precision.mode));
   r.optimize_s = since(t1);
   r.nodes_after = count_nodes(*model->graph);
 
@@ -137,6 +139,7 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   co.opt_level = req.opt_level;
   co.input_shapes = req.input_shapes;
   co.dynamic_batch = req.dynamic_batch;
+  co.precision = passes::to_string(req.precision.mode);
   std::error_code ec;
   co.source_path = std::filesystem::absolute(req.model_path, ec).string();
   struct stat sb;
@@ -173,6 +176,11 @@ std::string format_compile_report(const CompileReport& r) {
   s += fmt::format("  weights: {} ({} bytes)\n", mib(r.weight_bytes), r.weight_bytes);
   s += fmt::format("  file: {} ({} bytes)\n", mib(r.file_size), r.file_size);
   if (!r.gears.empty()) s += fmt::format("  dynamic batch: {}\n", gears_to_string(r.gears));
+  if (passes::is_low(r.precision.mode)) {
+    s += fmt::format("  precision: {}: {} node(s) low, {} fp32, {} rounding node(s)\n", passes::describe(r.precision.mode),
+                     r.precision.low_nodes, r.precision.fp32_nodes, r.precision.rounding_nodes);
+    for (const std::string& e : r.precision.unmatched) s += fmt::format("  warning: keep-fp32 entry '{}' matches no node\n", e);
+  }
   s += fmt::format("  time: {:.2f} s (import {:.2f}, optimize {:.2f}, write {:.2f}, load check {:.2f})\n", r.total_s,
                    r.import_s, r.optimize_s, r.write_s, r.check_s);
   return s;

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "passes/pipeline.h"
+#include "passes/precision.h"
 
 namespace ferry::tools {
 
@@ -18,6 +19,7 @@ struct CompileRequest {
   int opt_level = 2;
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape, by input name
   std::vector<int64_t> dynamic_batch;                        // --dynamic-batch gears
+  passes::PrecisionOptions precision;                        // applied after optimizing, stored in the file
 };
 
 struct CompileReport {
@@ -26,6 +28,7 @@ struct CompileReport {
   uint64_t weight_bytes = 0, file_size = 0;
   std::vector<int64_t> gears;
   std::vector<passes::PassReport> passes;
+  passes::PrecisionReport precision;
   double import_s = 0, optimize_s = 0, write_s = 0, check_s = 0, total_s = 0;
 };
 

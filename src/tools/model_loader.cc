@@ -107,9 +107,14 @@ Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const
   r->ferry_ = true;
   FERRY_ASSIGN_OR_RETURN(format::FerryModel fm, format::read_model(path));
   r->options_ = fm.options;
-  // The graph is already optimized at the file's level: the sessions do not optimize it again.
+  // The graph is already optimized at the file's level, and its precision applied: the sessions do
+  // neither again. Asking for another precision than the file's is an error, not a silent no-op.
   runtime::SessionOptions so = opts;
   so.opt_level = 0;
+  if (passes::is_low(opts.precision.mode) && passes::to_string(opts.precision.mode) != fm.options.precision)
+    return Status::invalid(path + " was compiled with precision " + fm.options.precision + "; --precision " +
+                           passes::to_string(opts.precision.mode) + " applies when compiling (ferry compile --precision)");
+  so.precision = passes::PrecisionOptions();
   if (fm.options.dynamic_batch.empty()) {
     FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(fm.model), so));
     r->sessions_.push_back(std::move(s));
