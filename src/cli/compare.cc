@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
+#include "passes/precision.h"
 #include "tools/compare/compare.h"
 
 namespace ferry::cli {
@@ -44,7 +45,8 @@ int run_compare_cmd(const CompareArgs& a) {
   tools::compare::CompareOptions o;
   o.model = a.model;
   o.candidate = session_options(a.session);
-  o.candidate_label = fmt::format("{} backend, opt level {}", a.session.backend, a.session.opt_level);
+  o.candidate_label = fmt::format("{} backend, opt level {}, precision {}", a.session.backend, a.session.opt_level,
+                                  passes::describe(o.candidate.precision.mode));
   o.candidate_dir = a.candidate_dir;
   o.golden = *golden;
   o.inputs = *inputs;

@@ -228,7 +228,9 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   for (const Seen& s : cand.order) {
     if (s.node.empty() || !done.insert(s.onnx_name).second) continue;  // graph inputs; repeats
     if (s.value) by_onnx[s.onnx_name] = s.value;
-    auto nf = cand.nonfinite.find(s.onnx_name);
+    // Only tensors of the original model count (a pass's internal value that kept a name is not one).
+    const bool known = !is_onnx || origin.count(s.onnx_name) || golden.count(s.onnx_name);
+    auto nf = known ? cand.nonfinite.find(s.onnx_name) : cand.nonfinite.end();
     auto g = golden.find(s.onnx_name);
     if (nf != cand.nonfinite.end() && nf->second.first + nf->second.second > 0) {
       auto gnf = g == golden.end() ? std::pair<int64_t, int64_t>{0, 0} : count_nonfinite(g->second);

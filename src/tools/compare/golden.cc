@@ -88,8 +88,16 @@ Result<CapturedRun> run_capturing(ModelRunner& runner, const std::map<std::strin
       const ir::Value* v = node.outputs[k];
       if (!v || v->onnx_name.empty() || !outs[k].is_tensor()) continue;
       const Tensor& t = outs[k].tensor;
-      run.order.push_back({v->onnx_name, node.name, node.domain.empty() ? node.op_type : node.domain + "." + node.op_type,
-                           node.provenance, v});
+      // A node a pass inserted (the precision pass's RoundFloat) has no provenance: the row describes the
+      // node upstream that computed the value, through first inputs.
+      const ir::Node* desc = &node;
+      for (int hops = 0; desc && desc->provenance.empty() && hops < 8 && !desc->inputs.empty() && desc->inputs[0];
+           ++hops)
+        desc = desc->inputs[0]->producer;
+      if (!desc || desc->provenance.empty()) desc = &node;
+      std::string op = desc->domain.empty() ? desc->op_type : desc->domain + "." + desc->op_type;
+      if (desc != &node) op += " (+" + (node.domain.empty() ? node.op_type : node.domain + "." + node.op_type) + ")";
+      run.order.push_back({v->onnx_name, desc->name, op, desc->provenance, v});
       if (is_floating(t.dtype())) run.nonfinite[v->onnx_name] = count_nonfinite(t);
       if (keep_tensors) run.tensors[v->onnx_name] = t.clone();
     }
