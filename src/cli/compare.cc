@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
+#include "passes/precision.h"
 #include "tools/compare/compare.h"
 
 namespace ferry::cli {
@@ -44,7 +45,8 @@ int run_compare_cmd(const CompareArgs& a) {
   tools::compare::CompareOptions o;
   o.model = a.model;
   o.candidate = session_options(a.session);
-  o.candidate_label = fmt::format("{} backend, opt level {}", a.session.backend, a.session.opt_level);
+  o.candidate_label = fmt::format("{} backend, opt level {}, precision {}", a.session.backend, a.session.opt_level,
+                                  passes::describe(o.candidate.precision.mode));
   o.candidate_dir = a.candidate_dir;
   o.golden = *golden;
   o.inputs = *inputs;
@@ -100,12 +102,18 @@ CommandFn add_compare_command(CLI::App& app) {
                 "record each golden tensor's min/max/absmax and the fraction outside fp16's range or below its "
                 "smallest normal, and name the tensors that would overflow or flush in fp16/bf16");
   cmd->add_option("--cosine", a->th.cosine_min, "pass threshold: cosine similarity at least C (default 0.99)")
+      ->check(CLI::Range(-1.0, 1.0))
       ->type_name("C");
   cmd->add_option("--rel-euclid", a->th.rel_euclid_max,
                   "pass threshold: relative Euclidean distance at most E (default 0.05)")
+      ->check(CLI::NonNegativeNumber)
       ->type_name("E");
-  cmd->add_option("--atol", a->th.atol, "absolute tolerance of the allclose verdict (default 1e-4)")->type_name("A");
-  cmd->add_option("--rtol", a->th.rtol, "relative tolerance of the allclose verdict (default 1e-3)")->type_name("R");
+  cmd->add_option("--atol", a->th.atol, "absolute tolerance of the allclose verdict (default 1e-4)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("A");
+  cmd->add_option("--rtol", a->th.rtol, "relative tolerance of the allclose verdict (default 1e-3)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("R");
   cmd->add_option("--json", a->json, "write the report as JSON (schema ferry.compare/1, docs/compare.md)")
       ->type_name("FILE");
   cmd->add_option("--csv", a->csv, "write one CSV row per output and compared tensor")->type_name("FILE");

@@ -121,6 +121,7 @@ ir::Value* new_value_like(ir::Graph& g, const ir::Value* v, const std::string& s
   r->onnx_name.clear();  // not an ONNX tensor: compare keys nothing on it
   r->dtype = DType::kFloat32;
   r->shape = v->shape;
+  r->onnx_name.clear();  // internal: compare and dumps key on onnx_name (contract in the issue 4-6 guide)
   return r;
 }
 

@@ -176,7 +176,8 @@ if os.path.exists(csv_path):
     check("csv: metric columns", rows and float(rows[0]["cosine"]) > 0.99 and rows[0]["kind"] == "output", rows[:1])
 
 # --- ranges and fp16 overflow --------------------------------------------------------------------------
-big_w = (rng.standard_normal((C, C)) * 30000).astype(np.float32)
+# Weights within fp16's range (|w| < 40000), activations beyond it: the MatMul's output overflows.
+big_w = rng.uniform(-40000, 40000, (C, C)).astype(np.float32)
 ovf = save(model([helper.make_node("MatMul", ["x", "Wbig"], ["scores"], name="MatMul_big"),
                   helper.make_node("Softmax", ["scores"], ["p"], name="Softmax_big", axis=-1)],
                  [vi("x", F, [N, C])], [vi("p", F, [N, C])], [numpy_helper.from_array(big_w, "Wbig")]),
@@ -202,6 +203,18 @@ else:
           adv and "'scores'" in adv[0]["message"] and "MatMul_big" in adv[0]["message"] and "65504" in adv[0]["message"],
           rep and rep["advisor"])
 
+# --- compiled models ---------------------------------------------------------------------------------
+ferry_file = os.path.join(tmp, "bad.ferry")
+rc, out, err = u.ferry("compile", bad, "-o", ferry_file)
+check("compile for compare: exit 0", rc == 0, err)
+rc, out, err, rep = compare(ferry_file, "--golden", good, "--layerwise")
+check("compiled candidate vs the original model: MatMul_1's kernel is first divergent",
+      rep and "MatMul_1" in rep["first_divergent_provenance"], rep and rep["first_divergent_provenance"])
+rc, out, err, rep = compare(ferry_file)
+check("compiled candidate with the reference golden: a note says what the golden runs",
+      rep and any(".ferry" in n for n in rep["notes"]), rep and rep["notes"])
+u.expect_error("--golden onnxruntime needs an ONNX model", ["compare", ferry_file, "--golden", "onnxruntime"], "ONNX model")
+
 # --- errors --------------------------------------------------------------------------------------------
 u.expect_error("bad --golden", ["compare", good, "--golden", os.path.join(tmp, "nope")], "--golden", "nope")
 u.expect_error("--single-op with --candidate", ["compare", good, "--candidate", d_bad, "--single-op"], "--single-op")
@@ -210,6 +223,11 @@ os.makedirs(empty)
 u.expect_error("--candidate without the output file", ["compare", good, "--candidate", empty], "prob")
 u.expect_error("--candidate that is not a folder", ["compare", good, "--candidate", good], "--candidate")
 u.expect_error("bad --input flag", ["compare", good, "--input", "x"], "x")
+rc, out, err = u.ferry("compare", good, "--cosine", "2")
+check("--cosine outside [-1, 1] is a usage error (exit 2)", rc == 2 and "cosine" in err, (rc, err))
+rc, out, err, rep = compare(bad, "--golden", good, "--cosine", "-1", "--rel-euclid", "100")
+check("thresholds from flags: a lax threshold passes the planted fault", rc == 0 and rep and rep["pass"]
+      and rep["thresholds"]["rel_euclid_max"] == 100, (rc, err))
 rc, out, err = u.ferry("compare", "--help")
 check("compare --help mentions the goldens and defaults", rc == 0 and "onnxruntime" in out and "0.99" in out, out)
 

@@ -127,7 +127,7 @@ if len(outs) == 5:
           (outs["reference"], outs["cpu"]))
     check("run: --threads 1 agrees", np.allclose(outs["cpu"], outs["cpu-1thread"], 1e-5, 1e-6))
 rc, out, err = u.ferry("run", static, "--backend", "reference")
-check("run: reports backend and level", rc == 0 and "(reference backend, opt level 2)" in out, out + err)
+check("run: reports backend and level", rc == 0 and "(reference backend, opt level 2" in out, out + err)
 rc, out, err = u.ferry("run", "--help")
 check("run --help lists the session flags",
       rc == 0 and all(f in out for f in ("--backend", "--opt-level", "--threads", "--no-arena")), out)

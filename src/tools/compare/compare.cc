@@ -74,6 +74,34 @@ Row make_row(const std::string& tensor, const Tensor& cand, const Tensor* gold, 
 
 }  // namespace
 
+Result<TensorMap> run_reference_golden(const std::string& model, const std::map<std::string, RtValue>& feeds,
+                                       const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                                       bool keep_intermediates, int threads) {
+  runtime::SessionOptions so;
+  so.backend = "reference";
+  so.opt_level = 0;
+  so.threads = threads;
+  so.input_shapes = input_shapes;
+  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(model, so));
+  auto run = run_capturing(*runner, feeds, keep_intermediates);
+  if (!run.ok()) return run.status().with_context("the golden " + model);
+  TensorMap golden = std::move(run->tensors);
+  for (const auto& [name, v] : run->outputs)
+    if (v.is_tensor()) golden[name] = v.tensor;
+  return golden;
+}
+
+std::vector<Row> compare_outputs(const std::vector<std::pair<std::string, RtValue>>& outputs, const TensorMap& golden,
+                                 const Thresholds& th) {
+  std::vector<Row> rows;
+  for (const auto& [name, v] : outputs) {
+    if (!v.is_tensor()) continue;
+    auto g = golden.find(name);
+    rows.push_back(make_row(name, v.tensor, g == golden.end() ? nullptr : &g->second, th, true));
+  }
+  return rows;
+}
+
 Result<CompareReport> run_compare(const CompareOptions& o) {
   auto progress = [&](const std::string& s) {
     if (o.progress) o.progress(s);
@@ -91,6 +119,9 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
 
   progress("loading " + o.model + " ...");
   const bool is_onnx = detect_model_file(o.model) == ModelFileKind::kOnnx;
+  if (!is_onnx && o.golden.kind == GoldenSpec::Kind::kReference && o.candidate_dir.empty())
+    rep.notes.push_back("a .ferry file holds the compiled (already optimized) graph, so the reference golden runs that "
+                        "graph; pass --golden MODEL.onnx to compare against the model as imported");
   frontend::ImportOptions import;
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, open_model(o.model, import));
   const std::map<std::string, Origin> origin = origins_of(*original->graph);
@@ -151,23 +182,14 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   switch (o.golden.kind) {
     case GoldenSpec::Kind::kReference:
     case GoldenSpec::Kind::kModel: {
-      runtime::SessionOptions so;
-      so.backend = "reference";
-      so.opt_level = 0;
-      so.threads = o.candidate.threads;
-      so.input_shapes = o.inputs.shapes;
       const std::string path = o.golden.kind == GoldenSpec::Kind::kModel ? o.golden.path : o.model;
-      FERRY_ASSIGN_OR_RETURN(auto runner, open_session(path, so));
       progress("running the golden (" + rep.golden + ") ...");
       // Keep the golden's intermediates also when the candidate went non-finite somewhere: the advisor
       // says how large the golden values there are.
       bool any_nonfinite = false;
       for (const auto& [n, c] : cand.nonfinite) any_nonfinite |= c.first + c.second > 0;
-      auto run = run_capturing(*runner, feeds, keep || any_nonfinite);
-      if (!run.ok()) return run.status().with_context("the golden " + path);
-      golden = std::move(run->tensors);
-      for (const auto& [name, v] : run->outputs)
-        if (v.is_tensor()) golden[name] = v.tensor;
+      FERRY_ASSIGN_OR_RETURN(golden, run_reference_golden(path, feeds, o.inputs.shapes, keep || any_nonfinite,
+                                                          o.candidate.threads));
       break;
     }
     case GoldenSpec::Kind::kOnnxRuntime: {
@@ -194,16 +216,11 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   }
 
   // --- outputs
-  for (const auto& [name, v] : cand.outputs) {
-    if (!v.is_tensor()) {
-      rep.notes.push_back("output '" + name + "' is not a tensor; not compared");
-      continue;
-    }
-    auto g = golden.find(name);
-    Row r = make_row(name, v.tensor, g == golden.end() ? nullptr : &g->second, o.thresholds, true);
-    if (auto it = origin.find(name); it != origin.end()) r.onnx_node = it->second.node, r.op_type = it->second.op;
-    rep.outputs.push_back(std::move(r));
-  }
+  for (const auto& [name, v] : cand.outputs)
+    if (!v.is_tensor()) rep.notes.push_back("output '" + name + "' is not a tensor; not compared");
+  rep.outputs = compare_outputs(cand.outputs, golden, o.thresholds);
+  for (Row& r : rep.outputs)
+    if (auto it = origin.find(r.tensor); it != origin.end()) r.onnx_node = it->second.node, r.op_type = it->second.op;
 
   // --- layers, in candidate order
   std::set<std::string> done;
@@ -211,7 +228,9 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   for (const Seen& s : cand.order) {
     if (s.node.empty() || !done.insert(s.onnx_name).second) continue;  // graph inputs; repeats
     if (s.value) by_onnx[s.onnx_name] = s.value;
-    auto nf = cand.nonfinite.find(s.onnx_name);
+    // Only tensors of the original model count (a pass's internal value that kept a name is not one).
+    const bool known = !is_onnx || origin.count(s.onnx_name) || golden.count(s.onnx_name);
+    auto nf = known ? cand.nonfinite.find(s.onnx_name) : cand.nonfinite.end();
     auto g = golden.find(s.onnx_name);
     if (nf != cand.nonfinite.end() && nf->second.first + nf->second.second > 0) {
       auto gnf = g == golden.end() ? std::pair<int64_t, int64_t>{0, 0} : count_nonfinite(g->second);

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -82,14 +83,21 @@ Result<CapturedRun> run_capturing(ModelRunner& runner, const std::map<std::strin
     run.order.push_back({in->onnx_name.empty() ? in->name : in->onnx_name, "", "", {}, in});
     if (keep_tensors) run.tensors[run.order.back().onnx_name] = it->second.tensor;
   }
-  Status hook_error;
   runner.set_node_hook([&](const ir::Node& node, const std::vector<const RtValue*>&, const std::vector<RtValue>& outs) {
     for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k) {
       const ir::Value* v = node.outputs[k];
       if (!v || v->onnx_name.empty() || !outs[k].is_tensor()) continue;
       const Tensor& t = outs[k].tensor;
-      run.order.push_back({v->onnx_name, node.name, node.domain.empty() ? node.op_type : node.domain + "." + node.op_type,
-                           node.provenance, v});
+      // A node a pass inserted (the precision pass's RoundFloat) has no provenance: the row describes the
+      // node upstream that computed the value, through first inputs.
+      const ir::Node* desc = &node;
+      for (int hops = 0; desc && desc->provenance.empty() && hops < 8 && !desc->inputs.empty() && desc->inputs[0];
+           ++hops)
+        desc = desc->inputs[0]->producer;
+      if (!desc || desc->provenance.empty()) desc = &node;
+      std::string op = desc->domain.empty() ? desc->op_type : desc->domain + "." + desc->op_type;
+      if (desc != &node) op += " (+" + (node.domain.empty() ? node.op_type : node.domain + "." + node.op_type) + ")";
+      run.order.push_back({v->onnx_name, desc->name, op, desc->provenance, v});
       if (is_floating(t.dtype())) run.nonfinite[v->onnx_name] = count_nonfinite(t);
       if (keep_tensors) run.tensors[v->onnx_name] = t.clone();
     }

@@ -243,8 +243,10 @@ std::string format_report(const CompareReport& r) {
                        fmt_num(rr.min), fmt_num(rr.max), fmt_num(rr.absmax), 100 * rr.fp16_overflow,
                        100 * rr.fp16_underflow);
     auto list = [&](const char* what, const std::vector<std::string>& v) {
+      // The JSON has them all; ten names are what a reader takes in.
       std::string s;
-      for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
+      for (size_t i = 0; i < v.size() && i < 10; ++i) s += (s.empty() ? "" : ", ") + v[i];
+      if (v.size() > 10) s += fmt::format(" (and {} more)", v.size() - 10);
       o << "  " << what << ": " << (s.empty() ? "none" : s) << "\n";
     };
     list("would overflow in fp16", r.fp16_overflow);
