@@ -35,6 +35,7 @@ int run_main(int argc, char** argv) {
   CommandFn inspect = add_inspect_command(app);
   CommandFn run = add_run_command(app);
   CommandFn bench = add_bench_command(app);
+  CommandFn check = add_check_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -51,6 +52,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("inspect")) return inspect();
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("bench")) return bench();
+  if (app.got_subcommand("check")) return check();
   return 2;  // unreachable: require_subcommand(1)
 }
 
