@@ -44,6 +44,36 @@ Result<Partition> partition(ir::Model& model, const Target& t, const Target* hos
     return pl == Placement::kDevice || pl == Placement::kRewritten || pl == Placement::kUnsupported;
   };
 
+  // No ping-pong: a device node that only reads host values (or constants) and whose every reader is
+  // on the host (a Flatten between two fallback nodes) stays on the host, which the host can run: two
+  // transfers saved for one node's work.
+  if (host) {
+    std::map<const ir::Value*, std::vector<const ir::Node*>> readers;
+    for (const auto& n : g.nodes)
+      for (const ir::Value* v : n->inputs)
+        if (v) readers[v].push_back(n.get());
+    const std::set<const ir::Value*> none;
+    for (const auto& n : g.nodes) {
+      if (place[n.get()].placement != Placement::kDevice || !n->subgraphs().empty()) continue;
+      // Only between host nodes: a tail node feeding just the model outputs keeps its device work.
+      bool reads_host = false, reads_device = false, feeds_device = false, feeds_any = false;
+      for (const ir::Value* v : n->inputs) {
+        if (!v || v->is_constant()) continue;
+        if (!v->producer || v->is_graph_input) { reads_device = true; continue; }  // model input: arrives on the device
+        (on_device(v->producer) ? reads_device : reads_host) = true;
+      }
+      for (const ir::Value* v : n->outputs) {
+        if (!v) continue;
+        for (const ir::Node* r : readers[v]) {
+          feeds_any = true;
+          feeds_device = feeds_device || on_device(r);
+        }
+      }
+      if (reads_host && !reads_device && feeds_any && !feeds_device && device_rejects(*host, *n, none).empty())
+        place[n.get()] = {Placement::kHost, "kept on the host between host nodes (saves two transfers)", ""};
+    }
+  }
+
   // Regroup: Kahn's algorithm preferring the current side.
   std::map<const ir::Value*, const ir::Node*> producer;
   for (const auto& n : g.nodes)
@@ -95,6 +125,7 @@ Result<Partition> partition(ir::Model& model, const Target& t, const Target* hos
   for (const auto& n : g.nodes) {
     const NodePlacement& pl = place[n.get()];
     p.placements.push_back(pl);
+    p.by_name[n->name] = pl;
     bool dev = on_device(n.get());
     if (pl.placement == Placement::kUnsupported) ++p.unsupported_nodes;
     else if (dev) ++p.device_nodes;

@@ -3,6 +3,7 @@
 // device or the host, reorders the graph (still topological) so device nodes form maximal runs, and
 // lists the transfers at the borders with their bytes per inference.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct Segment {
 
 struct Partition {
   std::vector<NodePlacement> placements;  // per node of the graph after partitioning, in its (new) order
+  std::map<std::string, NodePlacement> by_name;  // the same, by node name
   std::vector<Segment> segments;          // maximal runs, in execution order
   std::vector<Transfer> transfers;        // device <-> host inside the model (fallback borders)
   std::vector<passes::LegalizeApplied> rewrites;

@@ -44,7 +44,7 @@ struct Target {
   std::vector<std::string> dynamic_shapes;  // of "static", "gears", "ranges", "any"
   std::string data_dependent_shapes = "device";  // where data-dependent-shape ops go: device | host | unsupported
   std::vector<std::string> control_flow;         // subgraph ops the device runs (If, Loop, Scan)
-  std::vector<std::string> precision_modes;
+  std::vector<std::string> precision_modes = {"fp32"};
   std::string default_precision = "fp32";
   std::string file;  // where it came from ("builtin:ascend310p" or a path)
 

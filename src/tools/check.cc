@@ -151,6 +151,17 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   // Partition the folded graph: rewrites applied, transfers counted.
   auto part = targets::partition(*model, target, host ? &*host : nullptr);
   if (!part.ok()) return Status(part.status()).with_context("partitioning for " + target.name);
+  // The partitioner may keep a device node on the host between host nodes: the rows say so.
+  for (CheckRow& row : rep.rows) {
+    auto it = part->by_name.find(row.name);
+    if (it == part->by_name.end() || row.placement != targets::Placement::kDevice ||
+        it->second.placement != targets::Placement::kHost)
+      continue;
+    row.placement = targets::Placement::kHost;
+    row.reason = it->second.reason;
+    OpSummary& s = rep.by_op[(row.domain.empty() ? "" : row.domain + ".") + row.op];
+    --s.device, ++s.host, --rep.device, ++rep.host;
+  }
   rep.input_bytes = part->input_bytes;
   rep.output_bytes = part->output_bytes;
   rep.transfer_bytes = part->transfer_bytes;
