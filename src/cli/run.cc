@@ -91,9 +91,11 @@ int run_run(const RunArgs& a) {
   }
   // A .ferry file was optimized when it was compiled; --opt-level does not apply to it.
   const format::CompileOptions* compiled = (*session)->compile_options();
-  std::printf("ran in %.3f s (%s backend, opt level %d%s, precision %s)\n", run_s, a.session.backend.c_str(),
+  const std::string precision =
+      compiled ? compiled->precision : passes::describe((*session)->session(0).precision_report().mode);
+  std::printf("ran in %.3f s (%s backend, opt level %d%s%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "",
-              compiled ? compiled->precision.c_str() : passes::describe((*session)->session(0).precision_report().mode).c_str());
+              precision == "fp32" ? "" : (", precision " + precision).c_str());
 
   if (!a.dump_dir.empty()) {
     for (const std::string& n : dump_notes) std::printf("note: %s\n", n.c_str());

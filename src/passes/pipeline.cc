@@ -5,6 +5,7 @@
 #include "passes/pipeline.h"
 
 #include "ops/op.h"
+#include "passes/legalize.h"
 #include "passes/passes.h"
 
 namespace ferry::passes {
@@ -40,6 +41,30 @@ const std::vector<PassEntry>& fusion_passes() {
   return k;
 }
 
+// Legalization rules as passes (each rewrites every node it matches): not in any level's pipeline
+// (legalize() applies them where a target lacks the op), listed so fixtures can name them.
+const std::vector<PassEntry>& legalize_passes() {
+  static const std::vector<PassEntry> k = {
+      {"legalize_hard_swish", legalize_hard_swish},
+      {"legalize_hard_sigmoid", legalize_hard_sigmoid},
+      {"legalize_gelu", legalize_gelu},
+      {"legalize_mish", legalize_mish},
+      {"legalize_silu", legalize_silu},
+      {"legalize_softplus", legalize_softplus},
+      {"legalize_layer_normalization", legalize_layer_normalization},
+      {"legalize_group_normalization", legalize_group_normalization},
+      {"legalize_instance_normalization", legalize_instance_normalization},
+      {"legalize_reduce_l2", legalize_reduce_l2},
+      {"legalize_reduce_log_sum_exp", legalize_reduce_log_sum_exp},
+      {"legalize_prelu", legalize_prelu},
+      {"legalize_cast_like", legalize_cast_like},
+      {"legalize_upsample", legalize_upsample},
+      {"legalize_resize", legalize_resize},
+      {"legalize_einsum", legalize_einsum},
+  };
+  return k;
+}
+
 std::vector<PassEntry> passes_for(int level) {
   std::vector<PassEntry> out;
   if (level >= 1) {
@@ -53,7 +78,7 @@ std::vector<PassEntry> passes_for(int level) {
 }  // namespace
 
 PassFn pass_by_name(const std::string& name) {
-  for (const auto* list : {&cleanup_passes(), &fusion_passes()})
+  for (const auto* list : {&cleanup_passes(), &fusion_passes(), &legalize_passes()})
     for (const PassEntry& p : *list)
       if (name == p.name) return p.fn;
   return nullptr;

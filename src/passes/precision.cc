@@ -118,6 +118,7 @@ struct KeepMatcher {
 // A new float32 value in g named after `base`, with v's shape.
 ir::Value* new_value_like(ir::Graph& g, const ir::Value* v, const std::string& suffix) {
   ir::Value* r = g.add_value(g.fresh_name(v->name + suffix));
+  r->onnx_name.clear();  // not an ONNX tensor: compare keys nothing on it
   r->dtype = DType::kFloat32;
   r->shape = v->shape;
   r->onnx_name.clear();  // internal: compare and dumps key on onnx_name (contract in the issue 4-6 guide)

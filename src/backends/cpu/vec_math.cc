@@ -75,6 +75,18 @@ HWY_INLINE V apply(VecUnary op, D d, V x) {
     case VecUnary::kFloor: return hn::Floor(x);
     case VecUnary::kCeil: return hn::Ceil(x);
     case VecUnary::kRound: return hn::Round(x);  // ties to even, as ONNX Round
+    case VecUnary::kRoundFp16: {
+      const hn::Rebind<hwy::float16_t, D> dh;
+      return hn::PromoteTo(d, hn::DemoteTo(dh, x));  // F16C on x86: round to nearest even
+    }
+    case VecUnary::kRoundBf16: {
+      // bf16 is float32's upper half: add 0x7fff plus the lowest kept bit (ties to even), clear the rest.
+      const hn::RebindToUnsigned<D> du;
+      const auto u = hn::BitCast(du, x);
+      const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+      const auto r = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb)), hn::Set(du, 0xffff0000u));
+      return hn::IfThenElse(hn::IsNaN(x), x, hn::BitCast(d, r));
+    }
   }
   return x;
 }

@@ -8,7 +8,10 @@
 
 namespace ferry::backends::cpu {
 
-enum class VecUnary { kLog, kErf, kSin, kCos, kAtan, kSoftplus, kSoftsign, kReciprocal, kFloor, kCeil, kRound };
+enum class VecUnary {
+  kLog, kErf, kSin, kCos, kAtan, kSoftplus, kSoftsign, kReciprocal, kFloor, kCeil, kRound,
+  kRoundFp16, kRoundBf16  // com.ferry RoundFloat: to fp16 / bf16 and back (nearest even; fp16 overflow -> inf)
+};
 
 // y[i] = op(x[i]) for i < n; x and y may be the same array.
 void vec_unary(VecUnary op, const float* x, float* y, size_t n);

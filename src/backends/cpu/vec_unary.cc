@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
 #include "backends/cpu/vec_math.h"
 #include "ops/util/nn_common.h"
 
@@ -22,8 +24,17 @@ const std::map<std::string, VecUnary>& vec_ops() {
   return m;
 }
 
+// com.ferry RoundFloat's kernel follows its `to` attribute.
+std::optional<VecUnary> round_kind(const ir::Node& n) {
+  if (n.domain != "com.ferry" || n.op_type != "RoundFloat") return std::nullopt;
+  const int64_t to = n.attr_int("to", 10);
+  if (to == 10) return VecUnary::kRoundFp16;
+  if (to == 16) return VecUnary::kRoundBf16;
+  return std::nullopt;
+}
+
 bool vec_unary_supports(const ir::Node& n) {
-  if (!n.domain.empty() || !vec_ops().count(n.op_type)) return false;
+  if (!round_kind(n) && (!n.domain.empty() || !vec_ops().count(n.op_type))) return false;
   return n.has_input(0) && n.inputs[0]->dtype == DType::kFloat32 && n.has_output(0) &&
          n.outputs[0]->dtype == DType::kFloat32;
 }
@@ -33,18 +44,31 @@ constexpr int64_t kChunk = 1 << 15;
 
 class VecUnaryKernel : public Kernel {
  public:
-  VecUnaryKernel(const ir::Node& node, VecUnary op) : node_(node), op_(op) {}
+  VecUnaryKernel(const ir::Node& node, VecUnary op, bool layouts, bool blocked_out)
+      : node_(node), op_(op), layouts_(layouts), blocked_out_(blocked_out) {}
   std::string name() const override { return "cpu:vec:" + vec_math_target(); }
+  // RoundFloat maps 0 to 0, so it may run on a blocked tensor's padded storage as it is: a rounded
+  // conv -> conv chain keeps oneDNN's layout.
+  bool accepts_layouts() const override { return layouts_; }
   // Each element is read before the same element is written: the output may take the input's memory.
   int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
     if (x->dtype() != DType::kFloat32) return Status::invalid(node_.op_type + ": the cpu kernel takes float32");
+    if (!x->is_plain()) {
+      const dnnl::memory::desc md = desc_of(*x);
+      FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, x->dims(), md));
+      apply(x->data<float>(), dst.data<float>(), static_cast<int64_t>(md.get_size() / sizeof(float)));
+      return set_output(ctx, 0, std::move(dst), blocked_out_);
+    }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, x->dims()));
-    const float* in = x->data<float>();
-    float* out = y->data<float>();
-    const int64_t n = x->numel();
+    apply(x->data<float>(), y->data<float>(), x->numel());
+    return Status();
+  }
+
+ private:
+  void apply(const float* in, float* out, int64_t n) const {
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     const VecUnary op = op_;
 #pragma omp parallel for schedule(static) if (chunks > 1)
@@ -52,24 +76,27 @@ class VecUnaryKernel : public Kernel {
       const int64_t lo = c * kChunk, len = std::min(kChunk, n - lo);
       vec_unary(op, in + lo, out + lo, static_cast<size_t>(len));
     }
-    return Status();
   }
 
- private:
   const ir::Node& node_;
   VecUnary op_;
+  bool layouts_, blocked_out_;
 };
 
 Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node) {
+  if (auto r = round_kind(node))
+    return std::unique_ptr<Kernel>(new VecUnaryKernel(node, *r, true, may_produce_blocked(*node.outputs[0])));
   auto it = vec_ops().find(node.op_type);
   if (it == vec_ops().end()) return Status::unsupported("the cpu backend has no vectorized kernel for " + node.label());
-  return std::unique_ptr<Kernel>(new VecUnaryKernel(node, it->second));
+  return std::unique_ptr<Kernel>(new VecUnaryKernel(node, it->second, false, false));
 }
 
 }  // namespace
 
 void register_vec_unary(KernelTable& t) {
   for (const auto& [op, kind] : vec_ops()) t.push_back({"", op, vec_unary_supports, create_vec_unary});
+  t.push_back({"com.ferry", "RoundFloat", vec_unary_supports, create_vec_unary});
+  declare_layout_aware("com.ferry", "RoundFloat");
 }
 
 }  // namespace ferry::backends::cpu
