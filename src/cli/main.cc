@@ -36,6 +36,7 @@ int run_main(int argc, char** argv) {
   CommandFn run = add_run_command(app);
   CommandFn bench = add_bench_command(app);
   CommandFn compare = add_compare_command(app);
+  CommandFn tune = add_tune_precision_command(app);
   CommandFn check = add_check_command(app);
   try {
     app.parse(argc, argv);
@@ -54,6 +55,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("bench")) return bench();
   if (app.got_subcommand("compare")) return compare();
+  if (app.got_subcommand("tune-precision")) return tune();
   if (app.got_subcommand("check")) return check();
   return 2;  // unreachable: require_subcommand(1)
 }
