@@ -1,0 +1,35 @@
+// `ferry doctor [--json FILE|-]`: what this machine offers ferry (src/tools/doctor.h). Exit 0, or 1 when
+// a finding is a problem (a missing venv, a thread or ISA mismatch).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "tools/doctor.h"
+
+namespace ferry::cli {
+
+CommandFn add_doctor_command(CLI::App& app) {
+  auto json = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("doctor",
+                                     "Report what this machine offers ferry: CPU, ISA features, the ISA the kernels "
+                                     "dispatch to, threads, memory, GPU/CUDA, the venv's ONNX Runtime; with hints");
+  cmd->add_option("--json", *json, "also write the findings as JSON (schema ferry.doctor/1); '-': JSON only, on stdout")
+      ->type_name("FILE|-");
+  return [json] {
+    tools::DoctorReport r = tools::run_doctor();
+    if (*json == "-") {
+      std::printf("%s\n", tools::doctor_to_json(r).dump(2).c_str());
+    } else {
+      std::fputs(tools::format_doctor(r).c_str(), stdout);
+      if (!json->empty()) {
+        std::ofstream f(*json);
+        f << tools::doctor_to_json(r).dump(2) << "\n";
+        if (!f) return report_error(Status::io("cannot write '" + *json + "'"));
+      }
+    }
+    return r.problems() ? 1 : 0;
+  };
+}
+
+}  // namespace ferry::cli

@@ -1,0 +1,51 @@
+"""`ferry doctor` on this machine: every area is reported, the ISA features match /proc/cpuinfo (this CPU
+has avx512_bf16, so bf16 must be reported), oneDNN's dispatch ISA and the venv's onnxruntime version are
+named, JSON (file and '-') has the same findings, and a bad flag is a usage error.
+
+usage: test_doctor.py PATH/TO/ferry
+"""
+import json
+import os
+import subprocess
+import sys
+
+import cli_util as u
+from cli_util import check
+
+tmp = u.init()
+js = os.path.join(tmp, "doctor.json")
+rc, out, err = u.ferry("doctor", "--json", js)
+check("doctor: exit 0 on this machine (no problems)", rc == 0, (rc, out, err))
+for area in ("cpu:", "isa:", "kernels:", "threads:", "memory:", "gpu:", "python:"):
+    check("doctor text: section %s" % area, area in out, out)
+rep = json.load(open(js)) if os.path.exists(js) else {"findings": []}
+check("doctor json: schema", rep.get("schema") == "ferry.doctor/1", rep.get("schema"))
+f = {x["name"]: x for x in rep["findings"]}
+
+flags = set()
+for line in open("/proc/cpuinfo"):
+    if line.startswith("flags"):
+        flags = set(line.split(":", 1)[1].split())
+        break
+for name in ("avx2", "avx512f", "avx512_bf16", "f16c"):
+    want = "yes" if name in flags else "no"
+    check("doctor: %s = %s as /proc/cpuinfo says" % (name, want), f.get(name, {}).get("value") == want, f.get(name))
+check("doctor: this CPU has avx512_bf16 and doctor reports it", "avx512_bf16" in flags and f["avx512_bf16"]["value"] == "yes")
+check("doctor: oneDNN's dispatch ISA named", "dispatching to avx512_core" in f.get("oneDNN", {}).get("value", ""), f.get("oneDNN"))
+check("doctor: no ISA mismatch hint here", f.get("oneDNN", {}).get("ok") is True, f.get("oneDNN"))
+py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv", "bin", "python")
+ver = subprocess.run([py, "-c", "import onnxruntime; print(onnxruntime.__version__)"], capture_output=True, text=True).stdout.strip()
+check("doctor: the venv's onnxruntime version", ver and f.get("onnxruntime (golden reference)", {}).get("value", "").startswith(ver),
+      (ver, f.get("onnxruntime (golden reference)")))
+check("doctor: the cores figure", str(len(os.sched_getaffinity(0))) in f.get("cores", {}).get("value", ""), f.get("cores"))
+
+rc, out, err = u.ferry("doctor", "--json", "-")
+check("doctor --json -: exit 0 and JSON only", rc == 0 and json.loads(out)["findings"], out[:200])
+# A thread count above the cores is a problem with a hint, and exit 1.
+env = dict(os.environ, OMP_NUM_THREADS=str(len(os.sched_getaffinity(0)) * 4))
+p = subprocess.run([sys.argv[1], "doctor"], capture_output=True, text=True, env=env)
+check("doctor with OMP_NUM_THREADS above the cores: exit 1 with a hint", p.returncode == 1 and "hint:" in p.stdout
+      and "OMP_NUM_THREADS" in p.stdout, (p.returncode, p.stdout))
+rc, out, err = u.ferry("doctor", "--frobnicate")
+check("doctor bad flag: exit 2", rc == 2, (rc, err))
+u.finish()
