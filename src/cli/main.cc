@@ -38,6 +38,7 @@ int run_main(int argc, char** argv) {
   CommandFn compare = add_compare_command(app);
   CommandFn tune = add_tune_precision_command(app);
   CommandFn doctor = add_doctor_command(app);
+  CommandFn migrate = add_migrate_command(app);
   CommandFn check = add_check_command(app);
   try {
     app.parse(argc, argv);
@@ -58,6 +59,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("compare")) return compare();
   if (app.got_subcommand("tune-precision")) return tune();
   if (app.got_subcommand("doctor")) return doctor();
+  if (app.got_subcommand("migrate")) return migrate();
   if (app.got_subcommand("check")) return check();
   return 2;  // unreachable: require_subcommand(1)
 }

@@ -163,7 +163,7 @@ DoctorReport run_doctor() {
   if (!py.ok()) {
     add("python", "project venv", "missing", false, "run scripts/setup.sh (compare --golden onnxruntime and bench --peer need it)");
   } else {
-    const std::string out = run_command("'" + *py + "' -c 'import onnxruntime, numpy, onnx; print(onnxruntime.__version__, "
+    const std::string out = run_command("'" + *py + "' -I -c 'import onnxruntime, numpy, onnx; print(onnxruntime.__version__, "
                                         "numpy.__version__, onnx.__version__)'");
     std::istringstream in(out);
     std::string ort, np, ox;

@@ -1,0 +1,397 @@
+#include "tools/migrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/npy.h"
+#include "passes/precision.h"
+#include "runtime/executor.h"
+#include "targets/target.h"
+#include "tools/bench.h"
+#include "tools/check.h"
+#include "tools/compare/compare.h"
+#include "tools/compile.h"
+#include "tools/doctor.h"
+#include "tools/model_loader.h"
+#include "tools/tune_precision.h"
+
+namespace ferry::tools {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return Status::io("cannot write '" + path + "'");
+  return Status();
+}
+
+// Finite numbers only in the report: NaN/Inf become null (JSON has no NaN).
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string quote(const std::string& s) {
+  if (s.find_first_of(" '\"$\\") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Per-node time with a node hook: the time between consecutive hooks is the node's (the hook turns the
+// memory arena off, so this is a breakdown, not the bench figure). Averaged over `runs` runs.
+Result<json> profile_nodes(const std::string& ferry_file, const runtime::SessionOptions& so, const std::string& inputs_dir,
+                           int runs) {
+  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(ferry_file, so));
+  InputOptions io;
+  io.inputs_path = inputs_dir;
+  FERRY_ASSIGN_OR_RETURN(auto prepared, prepare_inputs(runner->graph(), io));
+  std::map<std::string, RtValue> feeds;
+  for (auto& p : prepared) feeds.emplace(p.name, RtValue(p.tensor));
+  FERRY_ASSIGN_OR_RETURN(size_t which, runner->pick_session(feeds));
+  runtime::Session& s = runner->session(which);
+  const ir::Graph& g = s.graph();
+  std::map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i].get()] = i;
+  std::vector<double> total(g.nodes.size(), 0);
+  Clock::time_point last;
+  s.set_node_hook([&](const ir::Node& n, const std::vector<const RtValue*>&, const std::vector<RtValue>&) {
+    auto now = Clock::now();
+    if (auto it = index.find(&n); it != index.end())
+      total[it->second] += std::chrono::duration<double, std::milli>(now - last).count();
+    last = Clock::now();  // the hook's own time is not the next node's
+  });
+  for (int r = 0; r < runs; ++r) {
+    last = Clock::now();
+    FERRY_RETURN_IF_ERROR(s.run(feeds).status());
+  }
+  s.set_node_hook(nullptr);
+  double sum = 0;
+  for (double t : total) sum += t;
+  json nodes = json::array();
+  std::map<std::string, double> by_type;
+  const auto* plan = s.executor().main_plan();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = *g.nodes[i];
+    const std::string op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
+    const double ms = total[i] / runs;
+    by_type[op] += ms;
+    nodes.push_back({{"node", n.name}, {"op", op}, {"kernel", plan ? plan->kernels[i]->name() : ""},
+                     {"covers", n.provenance}, {"ms", num(ms)}, {"share", num(sum > 0 ? total[i] / sum : 0)}});
+  }
+  json types = json::array();
+  std::vector<std::pair<double, std::string>> sorted;
+  for (auto& [op, ms] : by_type) sorted.emplace_back(ms, op);
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (auto& [ms, op] : sorted) types.push_back({{"op", op}, {"ms", num(ms)}, {"share", num(sum > 0 ? ms * runs / sum : 0)}});
+  return json{{"method", "per-node hook (memory arena off), mean of " + std::to_string(runs) + " runs"},
+              {"total_ms", num(sum / runs)}, {"nodes", nodes}, {"by_type", types}};
+}
+
+json compare_json(const compare::CompareReport& c) {
+  json j = compare::report_to_json(c);
+  // The plot needs the layer rows only: keep the report small and the numbers finite.
+  json layers = json::array();
+  for (const compare::Row& r : c.layers) {
+    json row = {{"tensor", r.tensor}, {"node", r.onnx_node.empty() ? r.candidate_node : r.onnx_node},
+                {"op", r.op_type}, {"pass", r.pass()}};
+    if (r.metrics) {
+      row["cosine"] = num(r.metrics->cosine);
+      row["max_abs"] = num(r.metrics->max_abs);
+      row["nonfinite"] = r.metrics->candidate_nan + r.metrics->candidate_inf;
+    }
+    layers.push_back(row);
+  }
+  json out = {{"pass", c.pass()}, {"layers", layers}, {"outputs", j.value("outputs", json::array())},
+              {"advisor", j.value("advisor", json::array())}, {"golden", c.golden}, {"candidate", c.candidate}};
+  out["first_divergent_node"] = j.value("first_divergent_node", json(nullptr));
+  out["first_divergent_tensor"] = j.value("first_divergent_tensor", json(nullptr));
+  return out;
+}
+
+}  // namespace
+
+Result<MigrateResult> run_migrate(const MigrateOptions& o) {
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  MigrateResult res;
+  json& rep = res.report;
+  rep["schema"] = "ferry.migrate/1";
+  rep["model"] = o.model;
+  std::error_code ec;
+  fs::create_directories(o.outdir, ec);
+  if (ec) return Status::io("cannot create the output folder '" + o.outdir + "': " + ec.message());
+  const std::string out = fs::path(o.outdir).string();
+  FERRY_ASSIGN_OR_RETURN(targets::Target target, targets::load_target(o.target));
+  const std::string precision = o.precision.empty() ? target.default_precision : o.precision;
+  FERRY_ASSIGN_OR_RETURN(passes::PrecisionMode mode, passes::parse_precision(precision));
+  rep["target"] = {{"name", target.name}, {"emulated", target.emulated}, {"backend", target.backend},
+                   {"default_precision", target.default_precision}};
+  rep["precision"] = {{"mode", precision}, {"description", passes::describe(mode)},
+                      {"atc", passes::atc_equivalent(mode)}};
+  FERRY_ASSIGN_OR_RETURN(MetricGoal goal, parse_metric_goal(o.metric));
+  rep["metric"] = goal.text();
+  json commands = json::array();
+  auto stage = [&](const std::string& name, const std::string& status, const std::string& summary, double secs,
+                   const std::string& cmd) {
+    res.stages.push_back({name, status, summary, secs, cmd});
+    say(fmt::format("[{}] {}: {}", status, name, summary));
+  };
+
+  // The inputs every stage uses, written once so each stage (and each reproduce command) reads the same.
+  FERRY_ASSIGN_OR_RETURN(auto original, open_model(o.model));
+  InputOptions io = o.inputs;
+  if (o.batch > 0)
+    for (const ir::Value* v : original->graph->inputs) {
+      if (v->is_constant() || io.shapes.count(v->name) || io.files.count(v->name) || !v->shape || v->shape->empty()) continue;
+      std::vector<int64_t> d;
+      for (const Dim& x : *v->shape) d.push_back(x.is_static() ? x.value : 1);
+      d[0] = o.batch;
+      io.shapes[v->name] = d;
+    }
+  FERRY_ASSIGN_OR_RETURN(auto prepared, prepare_inputs(*original->graph, io));
+  const std::string inputs_dir = (fs::path(out) / "inputs").string();
+  fs::create_directories(inputs_dir, ec);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const PreparedInput& p : prepared) {
+    FERRY_RETURN_IF_ERROR(write_npy((fs::path(inputs_dir) / (sanitize_name(p.name) + ".npy")).string(), p.tensor));
+    shapes[p.name] = p.tensor.dims();
+  }
+  InputOptions from_dir;
+  from_dir.inputs_path = inputs_dir;
+  std::string shape_flags;
+  for (const auto& [n, d] : shapes) {
+    std::string dims;
+    for (int64_t x : d) dims += (dims.empty() ? "" : ",") + std::to_string(x);
+    shape_flags += " --input-shape " + quote(n + ":" + dims);
+  }
+  const std::string model_q = quote(o.model), ferry_file = (fs::path(out) / "model.ferry").string();
+
+  // 1. doctor
+  auto t = Clock::now();
+  DoctorReport doc = run_doctor();
+  rep["doctor"] = doctor_to_json(doc);
+  stage("doctor", doc.problems() ? "warning" : "ok",
+        doc.problems() ? fmt::format("{} problem(s), see the report", doc.problems()) : "this machine has what ferry needs",
+        since(t), "ferry doctor");
+
+  // 2. check
+  t = Clock::now();
+  CheckOptions co;
+  co.target = o.target;
+  co.input_shapes = shapes;
+  auto check = check_model(o.model, co);
+  bool blocked = false, fallbacks = false;
+  if (!check.ok()) {
+    stage("check", "failed", check.status().to_string(), since(t), "ferry check " + model_q + " --target " + o.target);
+    rep["check"] = {{"error", check.status().to_string()}};
+  } else {
+    rep["check"] = check_to_json(*check);
+    blocked = check->unsupported > 0;
+    fallbacks = check->host > 0;
+    stage("check", blocked ? "failed" : (fallbacks || check->rewritten ? "warning" : "ok"),
+          fmt::format("{} node(s): {} on the device, {} rewritten, {} host fallback, {} unsupported", check->rows.size(),
+                      check->device, check->rewritten, check->host, check->unsupported),
+          since(t), "ferry check " + model_q + " --target " + o.target);
+  }
+
+  // 3. compile
+  t = Clock::now();
+  CompileRequest req;
+  req.model_path = o.model;
+  req.output_path = ferry_file;
+  req.input_shapes = shapes;
+  req.precision.mode = mode;
+  std::string compile_cmd = "ferry compile " + model_q + " -o " + quote(ferry_file) + shape_flags + " --precision " + precision;
+  auto compiled = compile_model(req);
+  if (!compiled.ok()) {
+    stage("compile", "failed", compiled.status().to_string(), since(t), compile_cmd);
+    rep["stages"] = json::array();
+    for (const auto& s : res.stages) rep["stages"].push_back({{"name", s.name}, {"status", s.status}, {"summary", s.summary}});
+    return compiled.status().with_context("ferry migrate: the compile stage");
+  }
+  res.ferry_file = ferry_file;
+  rep["compile"] = {{"file", ferry_file}, {"nodes_before", compiled->nodes_before}, {"nodes_after", compiled->nodes_after},
+                    {"weight_bytes", compiled->weight_bytes}, {"low_precision_nodes", compiled->precision.low_nodes}};
+  stage("compile", "ok",
+        fmt::format("{} -> {} nodes, {} low-precision node(s), {:.1f} MiB", compiled->nodes_before, compiled->nodes_after,
+                    compiled->precision.low_nodes, compiled->file_size / 1048576.0),
+        since(t), compile_cmd);
+
+  // 4. compare (fp32 reference golden vs the compiled model under the target's numerics)
+  runtime::SessionOptions cand;
+  cand.backend = target.backend;
+  cand.threads = o.threads;
+  compare::Thresholds th;
+  if (goal.metric == "cosine") th.cosine_min = goal.value;
+  auto run_cmp = [&](const std::string& file) {
+    compare::CompareOptions c;
+    c.model = file;
+    c.candidate = cand;
+    c.candidate_label = fmt::format("{} ({}), {}", target.name, target.emulated ? "emulated on the CPU" : target.backend,
+                                    passes::describe(mode));
+    c.golden = {compare::GoldenSpec::Kind::kModel, o.model};
+    c.inputs = from_dir;
+    c.layerwise = true;
+    c.thresholds = th;
+    return compare::run_compare(c);
+  };
+  t = Clock::now();
+  std::string compare_cmd = "ferry compare " + quote(ferry_file) + " --golden " + model_q + " --inputs " +
+                            quote(inputs_dir) + " --layerwise --cosine " + fmt::format("{}", th.cosine_min);
+  auto cmp = run_cmp(ferry_file);
+  bool accurate = false;
+  if (!cmp.ok()) {
+    stage("compare", "failed", cmp.status().to_string(), since(t), compare_cmd);
+  } else {
+    rep["compare"] = compare_json(*cmp);
+    accurate = cmp->pass();
+    std::string worst;
+    for (const auto& row : cmp->outputs)
+      if (row.metrics) worst += fmt::format("{}{} cos {:.6f}", worst.empty() ? "" : ", ", row.tensor, row.metrics->cosine);
+    stage("compare", accurate ? "ok" : "warning",
+          (accurate ? "outputs meet " : "outputs MISS ") + goal.text() + ": " + worst, since(t), compare_cmd);
+  }
+
+  // 5. tune-precision
+  t = Clock::now();
+  const std::string keep_file = (fs::path(out) / "keep.txt").string();
+  std::string tune_cmd = "ferry tune-precision " + model_q + " --precision " + precision + " --inputs " +
+                         quote(inputs_dir) + " --metric " + quote(goal.text()) + " -o " + quote(keep_file);
+  if (accurate || !cmp.ok()) {
+    stage("tune-precision", "skipped", accurate ? "not needed: the metrics are met" : "compare did not run", 0, tune_cmd);
+  } else if (!passes::is_low(mode) || mode == passes::PrecisionMode::kMixedFp16 || mode == passes::PrecisionMode::kMixedBf16) {
+    stage("tune-precision", "skipped", "searches fp16/bf16 models only; this run is " + precision, 0, tune_cmd);
+  } else if (!o.auto_precision) {
+    stage("tune-precision", "skipped", "metrics missed: run with --auto-precision to search a keep-fp32 list", 0, tune_cmd);
+  } else {
+    TuneOptions to;
+    to.model = o.model;
+    to.session = cand;
+    to.session.opt_level = 2;
+    to.session.precision.mode = mode;
+    to.session.input_shapes = shapes;
+    to.inputs = from_dir;
+    to.goal = goal;
+    to.progress = o.progress;
+    auto tuned = tune_precision(to);
+    if (!tuned.ok()) {
+      stage("tune-precision", "failed", tuned.status().to_string(), since(t), tune_cmd);
+    } else {
+      rep["tune"] = tune_report_to_json(*tuned);
+      FERRY_RETURN_IF_ERROR(write_text(keep_file, keep_list_text(*tuned)));
+      req.precision.keep_fp32_file = keep_file;
+      auto again = compile_model(req);
+      if (again.ok()) cmp = run_cmp(ferry_file);
+      if (again.ok() && cmp.ok()) {
+        rep["compare"] = compare_json(*cmp);
+        accurate = cmp->pass();
+      }
+      compile_cmd += " --keep-fp32 " + quote(keep_file);
+      stage("tune-precision", tuned->pass && accurate ? "ok" : "warning",
+            fmt::format("{} node(s) kept in fp32 after {} evaluation(s); {}", tuned->keep.size(), tuned->evaluations.size(),
+                        accurate ? "the recompiled model meets " + goal.text() : "still below " + goal.text()),
+            since(t), tune_cmd);
+    }
+  }
+
+  // 6. bench (the compiled model, and the fp32 .onnx on the cpu backend as the baseline)
+  t = Clock::now();
+  BenchOptions bo;
+  bo.model = ferry_file;
+  bo.peer_model = o.model;
+  bo.threads = o.threads;
+  bo.backend = target.backend;
+  bo.inputs = from_dir;
+  bo.warmup = warmup_iterations_policy(2);
+  bo.measure = measure_policy(10, std::nullopt);
+  std::string bench_cmd = "ferry bench " + quote(ferry_file) + " --inputs " + quote(inputs_dir) + " --iterations 10";
+  auto bench = run_bench(bo);
+  BenchOptions base = bo;
+  base.model = o.model;
+  base.backend = "cpu";
+  base.opt_level = 2;
+  if (bench.ok() && !bench->results.empty()) base.batches = {bench->results.front().batch};
+  auto baseline = run_bench(base);
+  if (!bench.ok() || bench->results.empty()) {
+    stage("bench", "failed", bench.ok() ? "no result" : bench.status().to_string(), since(t), bench_cmd);
+  } else {
+    const BatchResult& b = bench->results.front();
+    json bj = {{"batch", b.batch}, {"median_ms", num(b.stats.median_ms)}, {"p90_ms", num(b.stats.p90_ms)},
+               {"min_ms", num(b.stats.min_ms)}, {"max_ms", num(b.stats.max_ms)}, {"cv", num(b.stats.cv)},
+               {"throughput", num(b.stats.throughput)}, {"peak_rss_bytes", b.peak_rss_bytes},
+               {"latencies_ms", b.latencies_ms}, {"threads", bench->threads}};
+    std::string speed;
+    if (!baseline.ok()) speed = ", no fp32 baseline: " + baseline.status().to_string();
+    if (baseline.ok() && !baseline->results.empty()) {
+      const double bm = baseline->results.front().stats.median_ms;
+      bj["baseline_fp32_median_ms"] = num(bm);
+      bj["speedup_vs_fp32"] = num(bm / b.stats.median_ms);
+      speed = fmt::format(", {:.2f}x the fp32 baseline ({:.3f} ms){}", bm / b.stats.median_ms, bm,
+                          target.emulated ? " (emulated: CPU timings, not the device's)" : "");
+    }
+    rep["bench"] = bj;
+    stage("bench", "ok", fmt::format("median {:.3f} ms at batch {}{}", b.stats.median_ms, b.batch, speed), since(t), bench_cmd);
+  }
+
+  // 7. profile
+  t = Clock::now();
+  runtime::SessionOptions po = cand;
+  auto prof = profile_nodes(ferry_file, po, inputs_dir, 3);
+  const std::string prof_cmd = "ferry inspect " + quote(ferry_file) + " --plan";
+  if (!prof.ok()) {
+    stage("profile", "failed", prof.status().to_string(), since(t), prof_cmd);
+  } else {
+    rep["profile"] = *prof;
+    std::string top;
+    const json& types = (*prof)["by_type"];
+    for (size_t i = 0; i < types.size() && i < 3; ++i)
+      top += fmt::format("{}{} {:.0f}%", i ? ", " : "", types[i]["op"].get<std::string>(),
+                         100 * types[i]["share"].get<double>());
+    stage("profile", "ok", "time by op type: " + top, since(t), prof_cmd);
+  }
+
+  // Verdict and files.
+  res.verdict = blocked ? "blocked" : (!accurate ? "accuracy below threshold" : (fallbacks ? "ready with fallbacks" : "ready"));
+  rep["verdict"] = res.verdict;
+  json stages = json::array();
+  for (const auto& s : res.stages) {
+    stages.push_back({{"name", s.name}, {"status", s.status}, {"summary", s.summary}, {"seconds", num(s.seconds)},
+                      {"command", s.command}});
+    commands.push_back(s.command);
+  }
+  rep["stages"] = stages;
+  rep["commands"] = commands;
+  res.report_json = (fs::path(out) / "report.json").string();
+  res.report_html = (fs::path(out) / "report.html").string();
+  FERRY_RETURN_IF_ERROR(write_text(res.report_json, rep.dump(2) + "\n"));
+  FERRY_RETURN_IF_ERROR(write_text(res.report_html, render_migrate_html(rep)));
+  return res;
+}
+
+std::string format_migrate_summary(const MigrateResult& r) {
+  const json& j = r.report;
+  std::string s = fmt::format("\nferry migrate: {} -> {} ({}), precision {}\n", j["model"].get<std::string>(),
+                              j["target"]["name"].get<std::string>(),
+                              j["target"]["emulated"].get<bool>() ? "emulated on this CPU" : "local",
+                              j["precision"]["description"].get<std::string>());
+  s += fmt::format("verdict: {}\n", r.verdict);
+  for (const auto& st : r.stages) s += fmt::format("  {:<15} {:<8} {}\n", st.name, st.status, st.summary);
+  if (j.contains("compare") && !j["compare"]["first_divergent_node"].is_null())
+    s += fmt::format("worst layer: first divergent node {}\n", j["compare"]["first_divergent_node"].dump());
+  s += fmt::format("wrote {}, {}, {}\n", r.ferry_file, r.report_json, r.report_html);
+  return s;
+}
+
+}  // namespace ferry::tools
