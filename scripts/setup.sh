@@ -12,6 +12,7 @@ apt_packages=(
   libhwy-dev libsleef-dev libfp16-dev
   libgtest-dev libgmock-dev
   python3 python3-venv python3-numpy python3-torch python3-torchvision
+  chromium  # renders ferry migrate's report.html in a test (headless)
 )
 
 missing=()
