@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command: installs dependencies, builds ferry, exports resnet18 from Debian's
 # torchvision (random weights, fixed seed, cached under ${FERRY_CACHE:-~/.cache/ferry}/models), then runs
-# ferry's main job on it. For now that is `ferry inspect` + `ferry run` (later: `ferry migrate`).
+# ferry's main job on it: `ferry migrate` to the Ascend 310P target (emulated on this CPU), which checks,
+# compiles, compares, benchmarks and profiles it and writes a report. FERRY_DEMO_TARGET=cpu for the CPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -12,11 +13,9 @@ cache="${FERRY_CACHE:-$HOME/.cache/ferry}"
 /usr/bin/python3 -E -s tests/models/export_models.py resnet18
 model="$cache/models/resnet18/model.onnx"
 out="$root/build/demo/resnet18"
+target="${FERRY_DEMO_TARGET:-ascend310p}"
 echo
-echo "== ferry inspect $model --shape input=1,3,224,224"
-build/ferry inspect "$model" --shape input=1,3,224,224
+echo "== ferry migrate $model --target $target --shape input=1,3,224,224 -o $out"
+build/ferry migrate "$model" --target "$target" --shape input=1,3,224,224 -o "$out"
 echo
-echo "== ferry run $model --shape input=1,3,224,224 --seed 0 --output-dir $out"
-build/ferry run "$model" --shape input=1,3,224,224 --seed 0 --output-dir "$out"
-echo
-echo "demo: outputs written to $out"
+echo "demo: open $out/report.html (report.json and model.ferry are next to it)"
