@@ -21,6 +21,7 @@ CommandFn add_compare_command(CLI::App& app);
 CommandFn add_tune_precision_command(CLI::App& app);
 CommandFn add_doctor_command(CLI::App& app);
 CommandFn add_migrate_command(CLI::App& app);
+CommandFn add_profile_command(CLI::App& app);
 CommandFn add_check_command(CLI::App& app);
 
 // Prints "error: <message>" to stderr; returns 1 (the exit code for bad input and failed work).

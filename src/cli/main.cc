@@ -39,6 +39,7 @@ int run_main(int argc, char** argv) {
   CommandFn tune = add_tune_precision_command(app);
   CommandFn doctor = add_doctor_command(app);
   CommandFn migrate = add_migrate_command(app);
+  CommandFn profile = add_profile_command(app);
   CommandFn check = add_check_command(app);
   try {
     app.parse(argc, argv);
@@ -60,6 +61,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("tune-precision")) return tune();
   if (app.got_subcommand("doctor")) return doctor();
   if (app.got_subcommand("migrate")) return migrate();
+  if (app.got_subcommand("profile")) return profile();
   if (app.got_subcommand("check")) return check();
   return 2;  // unreachable: require_subcommand(1)
 }

@@ -108,13 +108,13 @@ std::string grouped(int64_t n) {
 std::optional<double> estimate_node_flops(const ir::Node& n) {
   const std::string& op = n.op_type;
   auto y = static_of(out(n, 0));
-  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") {
+  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv" || op == "FusedConv") {
     int wi = op == "QLinearConv" ? 3 : 1;
     auto w = static_of(in(n, wi));
     if (!y || !w || w->size() < 2) return std::nullopt;
     double per_out = 1;
     for (size_t i = 1; i < w->size(); ++i) per_out *= static_cast<double>((*w)[i]);  // C/group * kernel
-    bool bias = op == "Conv" && n.has_input(2);
+    bool bias = (op == "Conv" || op == "FusedConv") && n.has_input(2);
     return 2 * numel_of(*y) * per_out + (bias ? numel_of(*y) : 0);
   }
   if (op == "ConvTranspose") {
@@ -129,6 +129,21 @@ std::optional<double> estimate_node_flops(const ir::Node& n) {
     auto a = static_of(in(n, 0));
     if (!y || !a || a->empty()) return std::nullopt;
     return 2 * numel_of(*y) * static_cast<double>(a->back());
+  }
+  if (op == "FusedMatMul") {  // com.ferry: K from A's last (or, transposed, second to last) dim
+    auto a = static_of(in(n, 0));
+    if (!y || !a || a->empty()) return std::nullopt;
+    const bool ta = n.attr_int("trans_a", 0) != 0 && a->size() >= 2;
+    const double k = static_cast<double>(ta ? (*a)[a->size() - 2] : a->back());
+    return 2 * numel_of(*y) * k + (n.has_input(2) ? numel_of(*y) : 0);
+  }
+  if (op == "FusedAttention") {  // softmax(Q K^T) V: 2 S T D + 2 S T Dv per batch element
+    auto q = static_of(in(n, 0));
+    auto k = static_of(in(n, 1));
+    if (!y || !q || !k || q->size() < 2 || k->size() < 2) return std::nullopt;
+    const double t = static_cast<double>((*k)[k->size() - 2]), d = static_cast<double>(q->back());
+    const double sq = numel_of(*q) / d;  // batch * S
+    return 2 * sq * t * d + 2 * numel_of(*y) * t;
   }
   if (op == "Gemm") {
     auto a = static_of(in(n, 0));

@@ -18,6 +18,7 @@
 #include "tools/compile.h"
 #include "tools/doctor.h"
 #include "tools/model_loader.h"
+#include "tools/profile.h"
 #include "tools/tune_precision.h"
 
 namespace ferry::tools {
@@ -46,56 +47,6 @@ std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-// Per-node time with a node hook: the time between consecutive hooks is the node's (the hook turns the
-// memory arena off, so this is a breakdown, not the bench figure). Averaged over `runs` runs.
-Result<json> profile_nodes(const std::string& ferry_file, const runtime::SessionOptions& so, const std::string& inputs_dir,
-                           int runs) {
-  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(ferry_file, so));
-  InputOptions io;
-  io.inputs_path = inputs_dir;
-  FERRY_ASSIGN_OR_RETURN(auto prepared, prepare_inputs(runner->graph(), io));
-  std::map<std::string, RtValue> feeds;
-  for (auto& p : prepared) feeds.emplace(p.name, RtValue(p.tensor));
-  FERRY_ASSIGN_OR_RETURN(size_t which, runner->pick_session(feeds));
-  runtime::Session& s = runner->session(which);
-  const ir::Graph& g = s.graph();
-  std::map<const ir::Node*, size_t> index;
-  for (size_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i].get()] = i;
-  std::vector<double> total(g.nodes.size(), 0);
-  Clock::time_point last;
-  s.set_node_hook([&](const ir::Node& n, const std::vector<const RtValue*>&, const std::vector<RtValue>&) {
-    auto now = Clock::now();
-    if (auto it = index.find(&n); it != index.end())
-      total[it->second] += std::chrono::duration<double, std::milli>(now - last).count();
-    last = Clock::now();  // the hook's own time is not the next node's
-  });
-  for (int r = 0; r < runs; ++r) {
-    last = Clock::now();
-    FERRY_RETURN_IF_ERROR(s.run(feeds).status());
-  }
-  s.set_node_hook(nullptr);
-  double sum = 0;
-  for (double t : total) sum += t;
-  json nodes = json::array();
-  std::map<std::string, double> by_type;
-  const auto* plan = s.executor().main_plan();
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& n = *g.nodes[i];
-    const std::string op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
-    const double ms = total[i] / runs;
-    by_type[op] += ms;
-    nodes.push_back({{"node", n.name}, {"op", op}, {"kernel", plan ? plan->kernels[i]->name() : ""},
-                     {"covers", n.provenance}, {"ms", num(ms)}, {"share", num(sum > 0 ? total[i] / sum : 0)}});
-  }
-  json types = json::array();
-  std::vector<std::pair<double, std::string>> sorted;
-  for (auto& [op, ms] : by_type) sorted.emplace_back(ms, op);
-  std::sort(sorted.rbegin(), sorted.rend());
-  for (auto& [ms, op] : sorted) types.push_back({{"op", op}, {"ms", num(ms)}, {"share", num(sum > 0 ? ms * runs / sum : 0)}});
-  return json{{"method", "per-node hook (memory arena off), mean of " + std::to_string(runs) + " runs"},
-              {"total_ms", num(sum / runs)}, {"nodes", nodes}, {"by_type", types}};
 }
 
 json compare_json(const compare::CompareReport& c) {
@@ -348,8 +299,18 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   // 7. profile
   t = Clock::now();
   runtime::SessionOptions po = cand;
-  auto prof = profile_nodes(ferry_file, po, inputs_dir, 3);
-  const std::string prof_cmd = "ferry inspect " + quote(ferry_file) + " --plan";
+  ProfileOptions pf;
+  pf.model = ferry_file;
+  pf.session = po;
+  pf.session.input_shapes = shapes;
+  pf.inputs = from_dir;
+  pf.runs = 3;
+  pf.warmup = 1;
+  auto profiled = run_profile(pf);
+  Result<json> prof = profiled.ok() ? Result<json>(profile_to_json(*profiled)) : Result<json>(profiled.status());
+  const std::string prof_cmd = "ferry profile " + quote(ferry_file) + " --inputs " + quote(inputs_dir) + " --trace " +
+                               quote((fs::path(out) / "trace.json").string());
+  if (profiled.ok()) FERRY_RETURN_IF_ERROR(write_text((fs::path(out) / "trace.json").string(), profile_to_trace(*profiled).dump()));
   if (!prof.ok()) {
     stage("profile", "failed", prof.status().to_string(), since(t), prof_cmd);
   } else {

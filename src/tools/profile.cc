@@ -1,0 +1,181 @@
+#include "tools/profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "passes/precision.h"
+#include "runtime/executor.h"
+#include "tools/inspect.h"
+#include "tools/model_loader.h"
+
+namespace ferry::tools {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double bytes_of(const RtValue& v) {
+  if (v.is_tensor()) return static_cast<double>(v.tensor.nbytes());
+  double b = 0;
+  for (const Tensor& t : v.sequence) b += static_cast<double>(t.nbytes());
+  return b;
+}
+}  // namespace
+
+Result<ProfileReport> run_profile(const ProfileOptions& o) {
+  if (o.runs < 1) return Status::invalid("--runs must be at least 1");
+  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(o.model, o.session));
+  FERRY_ASSIGN_OR_RETURN(auto prepared, prepare_inputs(runner->graph(), o.inputs));
+  std::map<std::string, RtValue> feeds;
+  for (auto& p : prepared) feeds.emplace(p.name, RtValue(p.tensor));
+  FERRY_ASSIGN_OR_RETURN(size_t which, runner->pick_session(feeds));
+  runtime::Session& s = runner->session(which);
+  const ir::Graph& g = s.graph();
+  ProfileReport r;
+  r.model = o.model;
+  r.backend = o.session.backend;
+  r.precision = passes::describe(s.precision_report().mode);
+  r.runs = o.runs;
+  std::map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i].get()] = i;
+  std::vector<double> total(g.nodes.size(), 0), bytes(g.nodes.size(), 0);
+  for (int w = 0; w < o.warmup; ++w) FERRY_RETURN_IF_ERROR(s.run(feeds).status());
+
+  int run = 0;
+  Clock::time_point start, last;
+  s.set_node_hook([&](const ir::Node& n, const std::vector<const RtValue*>& ins, const std::vector<RtValue>& outs) {
+    const auto now = Clock::now();
+    auto it = index.find(&n);
+    if (it != index.end()) {
+      const double dur = std::chrono::duration<double, std::micro>(now - last).count();
+      total[it->second] += dur / 1000.0;
+      double b = 0;
+      for (const RtValue* v : ins)
+        if (v) b += bytes_of(*v);
+      for (const RtValue& v : outs) b += bytes_of(v);
+      bytes[it->second] = b;
+      if (r.trace.size() < 200000)
+        r.trace.push_back({n.name, n.domain.empty() ? n.op_type : n.domain + "." + n.op_type, run,
+                           std::chrono::duration<double, std::micro>(last - start).count(), dur});
+    }
+    last = Clock::now();  // the hook's own work is not the next node's time
+  });
+  if (o.progress) o.progress(fmt::format("profiling {} run(s) ...", o.runs));
+  start = Clock::now();
+  for (run = 0; run < o.runs; ++run) {
+    last = Clock::now();
+    Status st = s.run(feeds).status();
+    if (!st.ok()) {
+      s.set_node_hook(nullptr);
+      return st.with_context(o.model);
+    }
+  }
+  s.set_node_hook(nullptr);
+
+  double sum = 0;
+  for (double t : total) sum += t;
+  r.total_ms = sum / o.runs;
+  const auto* plan = s.executor().main_plan();
+  std::map<std::string, OpTypeProfile> types;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = *g.nodes[i];
+    NodeProfile p;
+    p.node = n.name;
+    p.op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
+    p.kernel = plan ? plan->kernels[i]->name() : "";
+    p.covers = n.provenance;
+    p.mean_ms = total[i] / o.runs;
+    p.share = sum > 0 ? total[i] / sum : 0;
+    if (auto f = estimate_node_flops(n)) p.flops = *f;
+    p.bytes = bytes[i];
+    OpTypeProfile& t = types[p.op];
+    t.op = p.op;
+    t.nodes++;
+    t.ms += p.mean_ms;
+    t.share += p.share;
+    if (p.flops > 0) t.flops += p.flops;
+    r.nodes.push_back(std::move(p));
+  }
+  for (auto& [op, t] : types) r.by_type.push_back(t);
+  std::sort(r.by_type.begin(), r.by_type.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+  r.arena_bytes = s.executor().arena_bytes();
+  for (const auto& v : g.values)
+    if (v->is_constant()) r.weight_bytes += v->initializer.nbytes();
+  r.transfers = "none: every node runs on the " + o.session.backend + " backend in this process";
+  return r;
+}
+
+std::string format_profile(const ProfileReport& r, size_t top) {
+  std::string s = fmt::format("ferry profile: {} ({} backend, precision {}, mean of {} run(s))\n", r.model, r.backend,
+                              r.precision, r.runs);
+  s += fmt::format("total {:.3f} ms per run (sum of nodes; the hook keeps intermediates out of the arena)\n", r.total_ms);
+  s += fmt::format("memory: arena {:.2f} MiB, weights {:.2f} MiB; transfers: {}\n\n", r.arena_bytes / 1048576.0,
+                   r.weight_bytes / 1048576.0, r.transfers);
+  s += "by op type:\n";
+  for (const auto& t : r.by_type)
+    s += fmt::format("  {:<28} {:>4} node(s) {:>10.3f} ms {:>6.1f}%{}\n", t.op, t.nodes, t.ms, 100 * t.share,
+                     t.flops > 0 && t.ms > 0 ? fmt::format("  {:.2f} GFLOP/s", t.flops / (t.ms * 1e6)) : "");
+  std::vector<const NodeProfile*> order;
+  for (const auto& n : r.nodes) order.push_back(&n);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->mean_ms > b->mean_ms; });
+  s += fmt::format("\ntop {} node(s):\n", std::min(top, order.size()));
+  for (size_t i = 0; i < order.size() && i < top; ++i) {
+    const NodeProfile& n = *order[i];
+    std::string covers;
+    if (n.covers.size() > 1 || (n.covers.size() == 1 && n.covers[0] != n.node))
+      for (const auto& c : n.covers) covers += (covers.empty() ? " covers " : ", ") + c;
+    s += fmt::format("  {:>9.3f} ms {:>5.1f}%  {}  [{}] {}{}{}\n", n.mean_ms, 100 * n.share, n.node, n.op, n.kernel,
+                     n.flops > 0 && n.mean_ms > 0 ? fmt::format("  {:.2f} GFLOP/s", n.flops / (n.mean_ms * 1e6)) : "",
+                     covers);
+  }
+  return s;
+}
+
+nlohmann::json profile_to_json(const ProfileReport& r) {
+  using nlohmann::json;
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  json nodes = json::array(), types = json::array();
+  for (const auto& n : r.nodes)
+    nodes.push_back({{"node", n.node}, {"op", n.op}, {"kernel", n.kernel}, {"covers", n.covers}, {"ms", num(n.mean_ms)},
+                     {"share", num(n.share)}, {"flops", n.flops >= 0 ? json(n.flops) : json(nullptr)},
+                     {"gflops_per_s", n.flops > 0 && n.mean_ms > 0 ? num(n.flops / (n.mean_ms * 1e6)) : json(nullptr)},
+                     {"bytes", n.bytes}});
+  for (const auto& t : r.by_type)
+    types.push_back({{"op", t.op}, {"nodes", t.nodes}, {"ms", num(t.ms)}, {"share", num(t.share)}, {"flops", t.flops}});
+  return {{"schema", "ferry.profile/1"}, {"model", r.model}, {"backend", r.backend}, {"precision", r.precision},
+          {"runs", r.runs}, {"total_ms", num(r.total_ms)}, {"arena_bytes", r.arena_bytes},
+          {"weight_bytes", r.weight_bytes}, {"transfers", r.transfers}, {"nodes", nodes}, {"by_type", types},
+          {"method", "per-node hook (memory arena off), mean of " + std::to_string(r.runs) + " runs"}};
+}
+
+nlohmann::json profile_to_trace(const ProfileReport& r) {
+  using nlohmann::json;
+  json ev = json::array();
+  ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "ferry " + r.model}}}});
+  ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", r.backend + " backend"}}}});
+  for (const auto& e : r.trace)
+    ev.push_back({{"name", e.name}, {"cat", e.op}, {"ph", "X"}, {"ts", e.ts_us}, {"dur", e.dur_us}, {"pid", 1}, {"tid", 1},
+                  {"args", {{"op", e.op}, {"run", e.run}}}});
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", {{"model", r.model}, {"precision", r.precision}}}};
+}
+
+std::string profile_to_csv(const ProfileReport& r) {
+  auto q = [](const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+  };
+  std::string s = "node,op,kernel,covers,mean_ms,share,flops,gflops_per_s,bytes\n";
+  for (const auto& n : r.nodes) {
+    std::string covers;
+    for (const auto& c : n.covers) covers += (covers.empty() ? "" : " ") + c;
+    s += fmt::format("{},{},{},{},{:.6f},{:.6f},{},{},{:.0f}\n", q(n.node), q(n.op), q(n.kernel), q(covers), n.mean_ms, n.share,
+                     n.flops >= 0 ? fmt::format("{:.0f}", n.flops) : "",
+                     n.flops > 0 && n.mean_ms > 0 ? fmt::format("{:.3f}", n.flops / (n.mean_ms * 1e6)) : "", n.bytes);
+  }
+  return s;
+}
+
+}  // namespace ferry::tools

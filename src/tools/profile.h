@@ -1,0 +1,70 @@
+// `ferry profile`: where a model's time goes, per node of the prepared graph (fused kernels listed with
+// the ONNX nodes they cover): kernel, mean time and share, FLOPs and GFLOP/s where an estimate exists,
+// bytes moved (inputs + outputs); a summary per op type; the memory plan's arena and the weight bytes;
+// and a Chrome trace (chrome://tracing, Perfetto) of every node of every run.
+//
+// Timing: a node hook notes the time after each node; a node's time is the gap since the previous one
+// (the hook's own work excluded). While a hook is set the executor keeps intermediates out of the
+// arena, so the total can differ from `ferry bench`'s latency by the allocations: use bench for the
+// latency, profile for the shares.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "runtime/session.h"
+#include "tools/run_inputs.h"
+
+namespace ferry::tools {
+
+struct ProfileOptions {
+  std::string model;
+  runtime::SessionOptions session;
+  InputOptions inputs;
+  int runs = 10;
+  int warmup = 2;
+  std::function<void(const std::string&)> progress;
+};
+
+struct NodeProfile {
+  std::string node, op, kernel;
+  std::vector<std::string> covers;  // ONNX nodes (provenance)
+  double mean_ms = 0, share = 0;
+  double flops = -1;                // -1: no estimate
+  double bytes = 0;                 // inputs + outputs, from the last run
+};
+
+struct OpTypeProfile {
+  std::string op;
+  int nodes = 0;
+  double ms = 0, share = 0, flops = 0;
+};
+
+struct TraceEvent {
+  std::string name, op;
+  int run = 0;
+  double ts_us = 0, dur_us = 0;
+};
+
+struct ProfileReport {
+  std::string model, backend, precision;
+  int runs = 0;
+  double total_ms = 0;  // mean per run, sum of the nodes
+  std::vector<NodeProfile> nodes;       // graph order
+  std::vector<OpTypeProfile> by_type;   // largest first
+  uint64_t arena_bytes = 0, weight_bytes = 0;
+  std::vector<TraceEvent> trace;
+  std::string transfers;  // host<->device transfers: what is known about them
+};
+
+Result<ProfileReport> run_profile(const ProfileOptions& o);
+std::string format_profile(const ProfileReport& r, size_t top = 25);
+nlohmann::json profile_to_json(const ProfileReport& r);
+// Chrome trace event format: {"traceEvents": [{name, cat, ph:"X", ts, dur, pid, tid, args}], ...}.
+nlohmann::json profile_to_trace(const ProfileReport& r);
+std::string profile_to_csv(const ProfileReport& r);
+
+}  // namespace ferry::tools
