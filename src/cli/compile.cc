@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/session_flags.h"
 #include "tools/compile.h"
+#include "tools/dynamic_shapes.h"
 
 namespace ferry::cli {
 
@@ -23,7 +24,7 @@ std::string without_flag(const Status& s) {
 }
 
 struct CompileArgs {
-  std::string model, output, gears;
+  std::string model, output, gears, dynamic_dims;
   std::vector<std::string> shapes;
   int opt_level = 2;
   SessionFlags precision;  // only the precision flags are registered
@@ -36,6 +37,15 @@ int run_compile(const CompileArgs& a) {
   req.opt_level = a.opt_level;
   req.precision = session_options(a.precision).precision;
   for (const std::string& s : a.shapes) {
+    if (tools::is_range_shape(s)) {
+      auto ranged = tools::parse_input_range(s);
+      if (!ranged.ok()) return report_error(ranged.status());
+      if (!req.input_ranges.emplace(ranged->first, ranged->second).second) {
+        std::fprintf(stderr, "error: --input-shape %s is given twice\n", ranged->first.c_str());
+        return 2;
+      }
+      continue;
+    }
     auto parsed = tools::parse_input_shape(s);
     if (!parsed.ok()) return report_error(parsed.status());  // checked by the parser already
     if (!req.input_shapes.emplace(parsed->first, parsed->second).second) {
@@ -47,6 +57,11 @@ int run_compile(const CompileArgs& a) {
     auto g = tools::parse_gears(a.gears);
     if (!g.ok()) return report_error(g.status());
     req.dynamic_batch = *g;
+  }
+  if (!a.dynamic_dims.empty()) {
+    auto g = tools::parse_dynamic_dims(a.dynamic_dims);
+    if (!g.ok()) return report_error(g.status());
+    req.dynamic_dims = *g;
   }
   progress("compiling " + a.model + " ...");
   auto r = tools::compile_model(req);
@@ -62,10 +77,16 @@ CommandFn add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compile", "Optimize an ONNX model and write it as an offline .ferry file");
   cmd->add_option("MODEL", args->model, "the .onnx model")->required();
   cmd->add_option("-o,--output", args->output, "the .ferry file to write")->required()->type_name("OUT.ferry");
-  cmd->add_option("--input-shape", args->shapes, "fix an input's shape before optimizing (repeatable)")
+  cmd->add_option("--input-shape", args->shapes,
+                  "fix an input's shape before optimizing (repeatable); a dim may be a range 1~8 (checked at run time, "
+                  "as ATC's --input_shape ranges) or -1 (any size, or the dims --dynamic-dims fills)")
       ->type_name("NAME:DIMS")
       ->check(CLI::Validator(
           [](std::string& s) {
+            if (tools::is_range_shape(s)) {
+              auto r = tools::parse_input_range(s);
+              return r.ok() ? std::string() : without_flag(r.status());
+            }
             auto r = tools::parse_input_shape(s);
             return r.ok() ? std::string() : without_flag(r.status());
           },
@@ -79,6 +100,17 @@ CommandFn add_compile_command(CLI::App& app) {
             return r.ok() ? std::string() : without_flag(r.status());
           },
           "LIST", "gears"));
+  cmd->add_option("--dynamic-dims", args->dynamic_dims,
+                  "dims gears, as ATC's --dynamic_dims: each ';'-separated gear gives a value for every dynamic input "
+                  "dim (symbolic in the model or -1 in --input-shape), in input order; one session is prepared per "
+                  "gear and picked from the inputs' shapes at run time")
+      ->type_name("\"1,224,224;1,320,320\"")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            auto r = tools::parse_dynamic_dims(s);
+            return r.ok() ? std::string() : without_flag(r.status());
+          },
+          "GEARS", "dims gears"));
   cmd->add_option("--opt-level", args->opt_level, "0: none, 1: cleanup and folding, 2: + fusions (default), 3: + layout")
       ->check(CLI::Range(0, 3));
   add_precision_flags(cmd, args->precision);

@@ -11,6 +11,7 @@
 
 #include "format/ferry_file.h"
 #include "frontend/onnx/import.h"
+#include "tools/dynamic_shapes.h"
 #include "tools/model_loader.h"
 
 namespace ferry::tools {
@@ -85,6 +86,46 @@ Status make_batch_symbolic(ir::Model& model, const std::map<std::string, std::ve
   return Status();
 }
 
+
+// --input-shape ranges and --dynamic-dims: the dims stay symbolic in the stored graph and what the
+// model accepts goes into its metadata (tools/dynamic_shapes.h), which the loader enforces.
+Status apply_dynamic_shapes(ir::Model& model, const CompileRequest& req, CompileReport& r) {
+  if (req.input_ranges.empty() && req.dynamic_dims.empty()) return Status();
+  if (!req.dynamic_batch.empty())
+    return Status::invalid("--dynamic-batch cannot be combined with --dynamic-dims or --input-shape ranges");
+  ir::Graph& g = *model.graph;
+  for (const auto& [name, dims] : req.input_shapes) {
+    ir::Value* v = g.find_local_value(name);
+    if (!v || !v->is_graph_input) return Status::invalid("--input-shape names '" + name + "', which is not a model input");
+    v->shape = to_shape(dims);
+  }
+  FERRY_RETURN_IF_ERROR(apply_ranges(g, req.input_ranges));
+  if (!req.dynamic_dims.empty()) {
+    auto pos = dynamic_positions(g);
+    std::string where;
+    for (const auto& [name, dim] : pos) where += (where.empty() ? "" : ", ") + name + " dim " + std::to_string(dim);
+    if (pos.empty())
+      return Status::invalid("--dynamic-dims: the model has no dynamic input dims (mark them -1 with --input-shape, "
+                             "e.g. input:1,3,-1,-1)");
+    if (pos.size() != req.dynamic_dims[0].size())
+      return Status::invalid("--dynamic-dims: each gear gives " + std::to_string(req.dynamic_dims[0].size()) +
+                             " value(s), but the model has " + std::to_string(pos.size()) + " dynamic input dim(s) (" +
+                             where + ")");
+    r.dynamic_dims = dims_gears_to_string(req.dynamic_dims);
+    model.metadata[kDynamicDimsKey] = r.dynamic_dims;
+  } else {
+    InputRanges ranged;
+    for (const auto& [name, dims] : req.input_ranges)
+      for (const auto& d : dims)
+        if (d.first != d.second) ranged[name] = dims;
+    if (!ranged.empty()) {
+      r.input_ranges = ranges_to_string(ranged);
+      model.metadata[kInputRangesKey] = r.input_ranges;
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(const std::string& arg) {
@@ -128,6 +169,7 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   } else {
     FERRY_RETURN_IF_ERROR(make_batch_symbolic(*model, req.input_shapes).with_context(req.model_path));
   }
+  FERRY_RETURN_IF_ERROR(apply_dynamic_shapes(*model, req, r).with_context(req.model_path));
   Status st = passes::optimize(*model, oo, &r.passes);
   if (!st.ok()) return st.with_context("while optimizing " + req.model_path);
   st = passes::apply_precision(*model, req.precision, &r.precision);
@@ -181,6 +223,8 @@ std::string format_compile_report(const CompileReport& r) {
                      r.precision.low_nodes, r.precision.fp32_nodes, r.precision.rounding_nodes);
     for (const std::string& e : r.precision.unmatched) s += fmt::format("  warning: keep-fp32 entry '{}' matches no node\n", e);
   }
+  if (!r.dynamic_dims.empty()) s += fmt::format("  dynamic dims gears: {}\n", r.dynamic_dims);
+  if (!r.input_ranges.empty()) s += fmt::format("  input ranges: {}\n", r.input_ranges);
   s += fmt::format("  time: {:.2f} s (import {:.2f}, optimize {:.2f}, write {:.2f}, load check {:.2f})\n", r.total_s,
                    r.import_s, r.optimize_s, r.write_s, r.check_s);
   return s;

@@ -20,6 +20,10 @@ struct CompileRequest {
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape, by input name
   std::vector<int64_t> dynamic_batch;                        // --dynamic-batch gears
   passes::PrecisionOptions precision;                        // applied after optimizing, stored in the file
+  // --input-shape NAME:1~8,3,224,224 (or -1 dims): ranged dims stay symbolic, checked at run time.
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_ranges;
+  // --dynamic-dims "1,224,224;1,320,320": values for every dynamic input dim, in input order.
+  std::vector<std::vector<int64_t>> dynamic_dims;
 };
 
 struct CompileReport {
@@ -27,6 +31,7 @@ struct CompileReport {
   int64_t nodes_before = 0, nodes_after = 0;  // subgraph nodes included
   uint64_t weight_bytes = 0, file_size = 0;
   std::vector<int64_t> gears;
+  std::string dynamic_dims, input_ranges;  // as stored ("" none)
   std::vector<passes::PassReport> passes;
   passes::PrecisionReport precision;
   double import_s = 0, optimize_s = 0, write_s = 0, check_s = 0, total_s = 0;

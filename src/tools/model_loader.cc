@@ -1,5 +1,7 @@
 #include "tools/model_loader.h"
 
+#include "tools/dynamic_shapes.h"
+
 #include "passes/pipeline.h"
 
 namespace ferry::tools {
@@ -55,6 +57,8 @@ std::vector<runtime::InputInfo> ModelRunner::outputs() const {
 }
 
 Result<size_t> ModelRunner::pick_session(const std::map<std::string, RtValue>& feeds) const {
+  if (!ranges_.empty()) FERRY_RETURN_IF_ERROR(check_ranges(ranges_, feeds));
+  if (!dims_gears_.empty()) return match_dims_gear(dims_positions_, dims_gears_, feeds);
   if (gears_.empty()) return size_t{0};
   int64_t batch = -1;
   std::string first;
@@ -115,6 +119,38 @@ Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const
     return Status::invalid(path + " was compiled with precision " + fm.options.precision + "; --precision " +
                            passes::to_string(opts.precision.mode) + " applies when compiling (ferry compile --precision)");
   so.precision = passes::PrecisionOptions();
+  if (auto it = fm.model->metadata.find(kInputRangesKey); it != fm.model->metadata.end()) {
+    auto ranges = ranges_from_string(it->second);
+    if (!ranges.ok()) return ranges.status().with_context(path);
+    r->ranges_ = *ranges;
+  }
+  if (auto it = fm.model->metadata.find(kDynamicDimsKey); it != fm.model->metadata.end()) {
+    auto gears = parse_dynamic_dims(it->second);
+    if (!gears.ok()) return gears.status().with_context(path + ": stored gears");
+    r->dims_gears_ = *gears;
+    r->dims_positions_ = dynamic_positions(*fm.model->graph);
+    if (r->dims_positions_.size() != r->dims_gears_[0].size())
+      return Status::invalid(path + ": stored --dynamic-dims gears do not match the graph's dynamic dims");
+    // The gear fixes its inputs' shapes; `--shape` for them only picks the gear at run time (a shape that
+    // fits no gear is reported by the run, naming the gears, not as a conflict at load).
+    runtime::SessionOptions gear_opts = so;
+    for (const auto& [name, dim] : r->dims_positions_) gear_opts.input_shapes.erase(name);
+    for (const auto& gear : r->dims_gears_) {
+      FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, format::reparse_model(fm));
+      for (size_t i = 0; i < gear.size(); ++i) {
+        ir::Value* v = m->graph->find_local_value(r->dims_positions_[i].first);
+        (*v->shape)[r->dims_positions_[i].second] = Dim(gear[i]);
+      }
+      passes::OptimizeOptions o;
+      o.opt_level = fm.options.opt_level;
+      Status st = passes::optimize(*m, o);
+      if (!st.ok()) return st.with_context(path + ": gear " + dims_gears_to_string({gear}));
+      FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), gear_opts));
+      r->sessions_.push_back(std::move(s));
+    }
+    r->stored_ = std::move(fm.model);
+    return r;
+  }
   if (fm.options.dynamic_batch.empty()) {
     FERRY_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(fm.model), so));
     r->sessions_.push_back(std::move(s));

@@ -62,6 +62,10 @@ class ModelRunner {
   format::CompileOptions options_;
   std::unique_ptr<ir::Model> stored_;  // geared models only
   std::vector<int64_t> gears_;
+  // --dynamic-dims gears (one session each) over these input dims; --input-shape ranges.
+  std::vector<std::vector<int64_t>> dims_gears_;
+  std::vector<std::pair<std::string, int>> dims_positions_;
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> ranges_;
   std::vector<std::unique_ptr<runtime::Session>> sessions_;
 };
 
