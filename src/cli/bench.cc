@@ -46,6 +46,8 @@ int run_bench_command(const BenchArgs& a) {
   o.backend = a.session.backend;
   o.opt_level = a.session.opt_level;
   o.precision = session_options(a.session).precision;
+  o.target = a.session.target;
+  o.precision_given = !a.session.precision.empty();
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.inputs.seed = a.seed;

@@ -93,6 +93,7 @@ int run_run(const RunArgs& a) {
   const format::CompileOptions* compiled = (*session)->compile_options();
   const std::string precision =
       compiled ? compiled->precision : passes::describe((*session)->session(0).precision_report().mode);
+  if (const std::string& t = (*session)->session(0).target_label(); !t.empty()) std::printf("target %s\n", t.c_str());
   std::printf("ran in %.3f s (%s backend, opt level %d%s%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "",
               precision == "fp32" ? "" : (", precision " + precision).c_str());

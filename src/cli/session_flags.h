@@ -13,7 +13,8 @@ struct SessionFlags {
   std::string backend = "cpu";
   int opt_level = 2;
   int threads = 0;  // 0: all cores
-  std::string precision = "fp32";
+  std::string precision;  // "": fp32, or the --target's default
+  std::string target;
   std::string keep_fp32_file;
   bool keep_io_types = false;
   std::string mixlist;
@@ -24,7 +25,7 @@ inline const char* kPrecisionHelp =
     "precision mode (ATC --precision_mode in brackets): 'fp32' (must_keep_origin_dtype; default), 'fp16' "
     "(force_fp16: every float op in fp16), 'bf16' (allow_fp32_to_bf16 / force_bf16), 'mixed-fp16' "
     "(allow_mix_precision: allow-list ops in fp16, deny-list ops in fp32, the rest follow their inputs), "
-    "'mixed-bf16' (allow_mix_precision_bf16). fp16 is EMULATED on this CPU: tensors are rounded to fp16 "
+    "'mixed-bf16' (allow_mix_precision_bf16); default fp32, or the --target's default. fp16 is EMULATED on this CPU: tensors are rounded to fp16 "
     "(overflow to inf included) while the arithmetic is fp32; bf16 Conv/MatMul run natively in bf16 where "
     "the CPU has avx512_bf16";
 
@@ -60,6 +61,12 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::PositiveNumber)
       ->type_name("N");
   add_precision_flags(cmd, f);
+  cmd->add_option("--target", f.target,
+                  "run as on this target (built-in: cpu, reference, ascend310p, ascend910b; or a profile file, "
+                  "docs/targets.md): nodes its device lacks stay fp32 on the host, and its default precision applies "
+                  "unless --precision says otherwise. ascend* targets have no local device: they are EMULATED on "
+                  "this CPU (the device's numerics, CPU timings)")
+      ->type_name("NAME|FILE");
 }
 
 inline runtime::SessionOptions session_options(const SessionFlags& f) {
@@ -67,7 +74,9 @@ inline runtime::SessionOptions session_options(const SessionFlags& f) {
   so.backend = f.backend;
   so.opt_level = f.opt_level;
   so.threads = f.threads;
-  so.precision.mode = passes::parse_precision(f.precision).value();  // CLI11 checked the name
+  so.precision.mode = passes::parse_precision(f.precision.empty() ? "fp32" : f.precision).value();  // CLI11 checked it
+  so.precision_given = !f.precision.empty();
+  so.target = f.target;
   so.precision.keep_fp32_file = f.keep_fp32_file;
   so.precision.keep_io_types = f.keep_io_types;
   so.precision.mixlist_path = f.mixlist;

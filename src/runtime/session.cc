@@ -11,6 +11,8 @@
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
 #include "runtime/executor.h"
+#include "targets/placement.h"
+#include "targets/target.h"
 
 namespace ferry::runtime {
 
@@ -129,6 +131,32 @@ Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> 
       if (auto it = symbols.find(d.symbol); !d.is_static() && !d.symbol.empty() && it != symbols.end())
         d = Dim(it->second);
   }
+  // A target: place the imported (ONNX) nodes before optimizing, so host nodes are known by their ONNX
+  // names, which keep-fp32 matches through fusion.
+  passes::PrecisionOptions precision = opts.precision;
+  if (!opts.target.empty()) {
+    auto t = targets::load_target(opts.target);
+    if (!t.ok()) return t.status();
+    std::optional<targets::Target> host;
+    if (!t->host.empty()) {
+      auto h = targets::load_target(t->host);
+      if (h.ok()) host = std::move(h).value();
+    }
+    if (!opts.precision_given) {
+      auto m = passes::parse_precision(t->default_precision);
+      if (!m.ok()) return m.status().with_context("target " + t->name);
+      precision.mode = *m;
+    }
+    const auto places = targets::place_graph(*t, host ? &*host : nullptr, *s->model_->graph);
+    int on_host = 0;
+    for (size_t i = 0; i < places.size() && i < s->model_->graph->nodes.size(); ++i)
+      if (places[i].placement == targets::Placement::kHost || places[i].placement == targets::Placement::kUnsupported) {
+        precision.keep_fp32.push_back(s->model_->graph->nodes[i]->name);
+        ++on_host;
+      }
+    s->target_label_ = t->name + (t->emulated ? " (EMULATED on this CPU: the device's numerics, CPU timings)" : "") +
+                       (on_host ? ", " + std::to_string(on_host) + " node(s) on the host in fp32" : "");
+  }
   if (opts.opt_level > 0 || !opts.input_shapes.empty()) {
     passes::OptimizeOptions po;
     po.opt_level = opts.opt_level;
@@ -138,8 +166,8 @@ Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> 
   }
   {
     // Also at fp32: reading the keep list / mixlist reports a bad file even when it would change nothing.
-    Status st = passes::apply_precision(*s->model_, opts.precision, &s->precision_report_);
-    if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(opts.precision.mode));
+    Status st = passes::apply_precision(*s->model_, precision, &s->precision_report_);
+    if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(precision.mode));
   }
   // OpenMP's thread count is process-wide: the last session loaded with a count sets it.
   if (opts.threads > 0) backends::cpu::set_num_threads(opts.threads);

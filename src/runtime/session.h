@@ -33,6 +33,12 @@ struct SessionOptions {
   // Precision mode (passes/precision.h), applied after the optimizer: fp16/bf16 storage emulation,
   // mixed lists, keep-fp32 entries. fp32 (the default) changes nothing.
   passes::PrecisionOptions precision;
+  // A target (targets/target.h: built-in name or profile file). Its backend runs the model; nodes its
+  // device cannot run (host fallback, unsupported) stay fp32 on the host; a target without a local
+  // device (ascend*) is emulated: its numerics on this CPU. When `precision_given` is false the
+  // target's default precision applies (Ascend: fp16, as ATC).
+  std::string target;
+  bool precision_given = true;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.
@@ -78,6 +84,8 @@ class Session {
   const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
   // What the precision pass did at load (mode fp32 and zero counts when it did not run).
   const passes::PrecisionReport& precision_report() const { return precision_report_; }
+  // "ascend310p (emulated on this CPU: ...)", "" without a target.
+  const std::string& target_label() const { return target_label_; }
   // The prepared executor: kernels per node and the memory plan (for `inspect --plan`).
   const Executor& executor() const { return *executor_; }
 
@@ -88,6 +96,7 @@ class Session {
   SessionOptions opts_;
   std::vector<passes::PassReport> pass_reports_;
   passes::PrecisionReport precision_report_;
+  std::string target_label_;
   NodeHook hook_;
   std::mutex run_mutex_;
 };

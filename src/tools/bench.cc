@@ -346,6 +346,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     so.input_shapes = shapes->first;
     so.opt_level = o.opt_level;
     so.precision = o.precision;
+    so.target = o.target;
+    so.precision_given = o.precision_given;
     so.threads = r.threads;
     std::unique_ptr<ModelRunner> runner;
     std::unique_ptr<runtime::Session> own_session;
@@ -358,6 +360,11 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       auto created = runtime::Session::from_model(std::move(model).value(), so);
       if (!created.ok()) return created.status();
       own_session = std::move(created).value();
+    }
+    {
+      runtime::Session& first = runner ? runner->session(0) : *own_session;
+      r.precision = passes::describe(first.precision_report().mode);  // the target's default may apply
+      r.target = first.target_label();
     }
     BatchResult br;
     br.batch = batch;

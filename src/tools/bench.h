@@ -111,6 +111,8 @@ struct BenchOptions {
   std::string backend = "cpu";
   int opt_level = 2;
   passes::PrecisionOptions precision;  // fp16 runs are emulated: the report says so
+  std::string target;                  // runtime::SessionOptions::target
+  bool precision_given = true;
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();
@@ -127,6 +129,7 @@ struct BenchReport {
   std::string backend;
   int opt_level = 0;
   std::string precision = "fp32";  // passes::describe(mode), "emulated" for fp16
+  std::string target;              // the session's target label ("" none)
   int threads = 0;
   LoopPolicy warmup, measure;
   std::vector<BatchResult> results;

@@ -83,6 +83,7 @@ std::string format_bench_report(const BenchReport& r) {
   std::string out = fmt::format("ferry bench: {}\n", r.model);
   out += fmt::format("ferry {} backend, opt-level {}, precision {}, {} thread(s); warmup {}, measure {}\n", r.backend,
                      r.opt_level, r.precision, r.threads, describe(r.warmup), describe(r.measure));
+  if (!r.target.empty()) out += "target " + r.target + "\n";
   out += table(r.results);
   out += warnings("ferry", r.results);
   for (const PeerResult& p : r.peers) {
@@ -118,6 +119,7 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["model"] = r.model;
   j["backend"] = r.backend;
   j["precision"] = r.precision;
+  j["target"] = r.target;
   j["opt_level"] = r.opt_level;
   j["threads"] = r.threads;
   j["warmup_policy"] = policy_to_json(r.warmup);

@@ -119,6 +119,7 @@ Result<std::unique_ptr<ModelRunner>> open_session(const std::string& path, const
     return Status::invalid(path + " was compiled with precision " + fm.options.precision + "; --precision " +
                            passes::to_string(opts.precision.mode) + " applies when compiling (ferry compile --precision)");
   so.precision = passes::PrecisionOptions();
+  so.target.clear();  // its placement and precision were decided when the file was compiled
   if (auto it = fm.model->metadata.find(kInputRangesKey); it != fm.model->metadata.end()) {
     auto ranges = ranges_from_string(it->second);
     if (!ranges.ok()) return ranges.status().with_context(path);
