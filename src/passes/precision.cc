@@ -162,6 +162,9 @@ Status apply_precision(ir::Model& model, const PrecisionOptions& opts, Precision
   const int64_t to = fp16 ? 10 : 16;
   const DType low_type = fp16 ? DType::kFloat16 : DType::kBFloat16;
   ir::Graph& g = *model.graph;
+  // Which values are float32 is what the pass goes by: a graph straight from the parser (no optimizer
+  // ran, e.g. opt-level 0) has no inferred types yet.
+  FERRY_RETURN_IF_ERROR(ops::infer_graph(g));
 
   // 1. Which nodes compute in the low type, in topological order (follow-list ops look at producers).
   KeepMatcher keeper(keep);

@@ -6,6 +6,13 @@
 // The output stays blocked when every consumer is a layout-aware cpu kernel, which is what keeps
 // reorders out of a CNN's conv -> conv -> pool chain; otherwise it is reordered to plain after the
 // primitive ran (a plain destination would make oneDNN pick its much slower gemm convolution).
+//
+// A node the precision pass marked bf16 (wants_native_bf16) runs oneDNN's bf16 convolution: source and
+// weights in bf16 (the source converted by the reorder into the primitive's layout; the pass already
+// rounded it to bf16 values, so the conversion is exact), fp32 accumulation,
+// bias and destination in fp32 (the RoundFloat after the node rounds the result as the device stores it).
+// When that RoundFloat is the output's only reader, the destination is bf16 instead (layout.h's bf16
+// storage): half the bytes written, and the next conv reads it without a conversion.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +69,11 @@ struct ConvPlan {
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const ir::Node& node, std::vector<PostOp> ops, bool blocked_out)
-      : node_(node), ops_(std::move(ops)), blocked_out_(blocked_out) {}
+      : node_(node),
+        ops_(std::move(ops)),
+        blocked_out_(blocked_out),
+        bf16_(wants_native_bf16(node)),
+        bf16_out_(bf16_ && blocked_out && only_rounded_to_bf16(*node.outputs[0])) {}
 
   Status init() {
     const ir::Value* w = node_.inputs[1];
@@ -183,7 +194,7 @@ class ConvKernel : public Kernel {
     return on;
   }
   bool winograd_suits(const std::vector<int64_t>& xd, const Tensor& w, const ops::nn::WindowGeom& g) const {
-    if (!winograd_enabled() || group_ != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return false;
+    if (bf16_ || !winograd_enabled() || group_ != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return false;
     if (w.dim(0) < 32 || w.dim(1) < 32) return false;
     // Measured on the target (AVX-512, 1-2 threads): at batch 1 F(2x2,3x3) only wins from ~28x28
     // outputs up (56x56: 0.68x, 14x14: even, 7x7: slower); from batch 4 F(4x4,3x3) wins from 7x7 up.
@@ -212,8 +223,9 @@ class ConvKernel : public Kernel {
     dnnl::memory::dims dil;
     for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
     const std::vector<int64_t> wd = weight_dims(w);
-    md src_any(to_dims(xd), dt::f32, tag::any), w_any(to_dims(wd), dt::f32, tag::any);
-    md dst_any(to_dims(plan->out_dims), dt::f32, tag::any);
+    const dt in_type = bf16_ ? dt::bf16 : dt::f32;  // winograd_suits is false for bf16
+    md src_any(to_dims(xd), in_type, tag::any), w_any(to_dims(wd), in_type, tag::any);
+    md dst_any(to_dims(plan->out_dims), bf16_out_ ? dt::bf16 : dt::f32, tag::any);
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;
     dnnl::post_ops po;
@@ -235,6 +247,17 @@ class ConvKernel : public Kernel {
       }
     }
     try {
+      if (!made && bf16_) {
+        try {
+          make(dnnl::algorithm::convolution_direct);
+          made = true;
+        } catch (const dnnl::error&) {
+          // No bf16 kernel for this shape / post-op chain: fp32 on the bf16-rounded values.
+          src_any = md(to_dims(xd), dt::f32, tag::any);
+          w_any = md(to_dims(wd), dt::f32, tag::any);
+          dst_any = md(to_dims(plan->out_dims), dt::f32, tag::any);
+        }
+      }
       if (!made) make(dnnl::algorithm::convolution_direct);
     } catch (const dnnl::error& e) {
       return Status::unsupported(op + ": oneDNN has no convolution for X " + dims_to_string(xd) + ", W " +
@@ -255,6 +278,8 @@ class ConvKernel : public Kernel {
   const ir::Node& node_;
   std::vector<PostOp> ops_;
   bool blocked_out_;
+  bool bf16_;      // native bf16 source and weights
+  bool bf16_out_;  // and a bf16 destination
   int64_t group_ = 1;
   Tensor const_w_, const_b_;
   std::vector<std::unique_ptr<ConvPlan>> plans_;  // by input dims (one for static shapes)

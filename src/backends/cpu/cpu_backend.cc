@@ -2,6 +2,9 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace ferry::backends::cpu {
 
 // Kernel files: each adds its entries to the table. Add one line per new file.
@@ -71,6 +74,21 @@ dnnl::engine& engine() {
 dnnl::stream& stream() {
   static dnnl::stream s(engine());
   return s;
+}
+
+bool native_bf16_available() {
+  static const bool on = [] {
+    const char* e = std::getenv("FERRY_CPU_BF16");
+    if (e && std::string(e) == "0") return false;
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16) == bf16;  // the ISA values are feature masks: AMX includes avx512_core_bf16
+  }();
+  return on;
+}
+
+bool wants_native_bf16(const ir::Node& node) {
+  return node.attr_string("ferry_precision", "") == "bfloat16" && native_bf16_available();
 }
 
 void set_num_threads(int n) {

@@ -29,6 +29,14 @@ struct KernelEntry {
 };
 using KernelTable = std::vector<KernelEntry>;
 
+// Whether a node the precision pass marked `ferry_precision="bfloat16"` (Conv, MatMul, Gemm and their
+// fused forms) runs natively in bf16: the CPU has avx512_bf16 (oneDNN's avx512_core_bf16 ISA or above),
+// and FERRY_CPU_BF16=0 does not turn it off. Otherwise such nodes compute in fp32 on the bf16-rounded
+// values (same rounding, slower); the accumulation is fp32 either way.
+bool native_bf16_available();
+// native_bf16_available() and the node asks for it.
+bool wants_native_bf16(const ir::Node& node);
+
 // Sets the number of threads oneDNN and the vectorized kernels use (OpenMP); <= 0 keeps the default.
 void set_num_threads(int n);
 

@@ -128,7 +128,8 @@ Result<Tensor> alloc_tensor(DType t, const std::vector<int64_t>& dims, const dnn
   if (zero) std::memset(p, 0, rounded);
   std::shared_ptr<void> keep(p, std::free);
   Tensor out = Tensor::wrap(t, dims, p, std::move(keep));
-  if (!is_plain_desc(md)) out.set_layout(std::make_shared<DnnlLayout>(md));
+  // Bytes of another type than the tensor's (bf16 storage of float32 values) are never "plain".
+  if (!is_plain_desc(md) || md.data_type() != dnnl_dtype(t)) out.set_layout(std::make_shared<DnnlLayout>(md));
   return out;
 }
 
@@ -163,7 +164,7 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
                           const dnnl::memory::desc& md) {
-  if (!is_plain_desc(md)) return make_tensor(t, dims, md);
+  if (!is_plain_desc(md) || md.data_type() != dnnl_dtype(t)) return make_tensor(t, dims, md);
   FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
   return *out;
 }
@@ -240,6 +241,65 @@ bool consumer_takes_layouts(const ir::Node& consumer) {
   if (!backend->supports(consumer)) return false;  // also fills the table, which declares the ops
   std::lock_guard<std::mutex> lock(layout_aware().mu);
   return layout_aware().ops.count({consumer.domain, consumer.op_type}) != 0;
+}
+
+bool stores_bf16(const Tensor& t) {
+  const auto* l = dynamic_cast<const DnnlLayout*>(t.layout());
+  return l && t.dtype() == DType::kFloat32 && l->desc().data_type() == dt::bf16;
+}
+
+dnnl::memory::desc with_data_type(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  dnnl_memory_desc_t d = md.data;  // strides and offsets count elements, so only the type changes
+  d.data_type = static_cast<dnnl_data_type_t>(type);
+  return dnnl::memory::desc(d);
+}
+
+namespace {
+
+bool is_conv(const ir::Node& n) {
+  return (n.domain.empty() && n.op_type == "Conv") || (n.domain == "com.ferry" && n.op_type == "FusedConv");
+}
+
+bool is_graph_output(const ir::Value& v) {
+  for (const ir::Value* o : v.graph->outputs)
+    if (o == &v) return true;
+  return false;
+}
+
+}  // namespace
+
+bool only_rounded_to_bf16(const ir::Value& v) {
+  const ir::Graph* g = v.graph;
+  if (!g || is_graph_output(v)) return false;
+  int readers = 0;
+  bool rounding = false;
+  for (const auto& n : g->nodes) {
+    for (const ir::Graph* sg : n->subgraphs())
+      if (reads_value(*sg, &v)) return false;
+    for (const ir::Value* in : n->inputs) {
+      if (in != &v) continue;
+      ++readers;
+      rounding = n->domain == "com.ferry" && n->op_type == "RoundFloat" && n->attr_int("to", 0) == 16;
+    }
+  }
+  return readers == 1 && rounding;
+}
+
+bool readers_take_bf16_storage(const ir::Value& v) {
+  const ir::Graph* g = v.graph;
+  if (!g || is_graph_output(v)) return false;
+  bool any = false;
+  for (const auto& n : g->nodes) {
+    for (const ir::Graph* sg : n->subgraphs())
+      if (reads_value(*sg, &v)) return false;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      if (n->inputs[i] != &v) continue;
+      // X or the residual Z of a cpu conv: it reorders them into the layout and type its primitive reads.
+      if (!is_conv(*n) || (i != 0 && i != 3) || !consumer_takes_layouts(*n)) return false;
+      any = true;
+    }
+  }
+  return any;
 }
 
 bool may_produce_blocked(const ir::Value& v) {

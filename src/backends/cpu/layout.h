@@ -97,6 +97,20 @@ bool consumer_takes_layouts(const ir::Node& consumer);
 // `v` is not a graph output (nor read by a subgraph, which would convert it once per read).
 bool may_produce_blocked(const ir::Value& v);
 
+// bf16 storage of float32 values: a native-bf16 conv whose only reader is RoundFloat(to=16) writes its
+// result in bf16 (oneDNN rounds to nearest even, as RoundFloat does), and the RoundFloat passes such a
+// tensor on as it is when every reader is a cpu conv, which reads bf16 anyway. Nothing else ever sees
+// one: the RoundFloat converts it back to float32 for other readers.
+//
+// Whether `t` (float32) holds bf16 bytes in a DnnlLayout.
+bool stores_bf16(const Tensor& t);
+// `md` with another element type (same dims, layout and strides).
+dnnl::memory::desc with_data_type(const dnnl::memory::desc& md, dnnl::memory::data_type type);
+// Whether v's only reader is a RoundFloat to bf16 (v no graph output, not read by a subgraph).
+bool only_rounded_to_bf16(const ir::Value& v);
+// Whether every reader of v is a cpu Conv/FusedConv reading it as X or as the residual Z.
+bool readers_take_bf16_storage(const ir::Value& v);
+
 // Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).
 void declare_layout_aware(const std::string& domain, const std::string& op_type);
 

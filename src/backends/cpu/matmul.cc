@@ -9,6 +9,10 @@
 // add post-ops at their place in the chain (Bias first, Z where `sum` is), so nothing is copied into
 // the destination before the primitive runs. Shapes oneDNN cannot run (empty dims, a post-op chain it
 // rejects) run the op's reference kernel instead.
+//
+// A node the precision pass marked bf16 (wants_native_bf16) runs the bf16 matmul: A and a non-constant
+// B are converted to dense bf16 each run (exact: the pass rounded them to bf16 values already), a
+// constant B is packed in bf16 once, accumulation, Bias, post-ops and the destination stay fp32.
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -86,7 +90,8 @@ struct MatMulPlan {
   std::vector<int64_t> a_dims, b_dims, bias_dims;
   std::vector<int64_t> out_dims;  // ONNX output dims (1-D operands' unit dims dropped)
   bool reference = false;          // oneDNN cannot run this: the reference kernel does
-  md src_md, wei_md, dst_md, bias_md, z_md;
+  md src_md, wei_md, dst_md, bias_md, z_md;  // fp32 views of the operands' bytes
+  md src_in, wei_in;  // what the primitive reads: src_md / wei_md, or their dense bf16 copies
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   Tensor packed_b;   // constant B in pd.weights_desc() (undefined when B is not constant)
@@ -98,7 +103,7 @@ struct MatMulPlan {
 
 class MatMulKernel : public Kernel {
  public:
-  explicit MatMulKernel(const ir::Node& node) : node_(node) {}
+  explicit MatMulKernel(const ir::Node& node) : node_(node), bf16_(wants_native_bf16(node)) {}
 
   Status init() {
     const std::string& op = node_.op_type;
@@ -214,10 +219,14 @@ class MatMulKernel : public Kernel {
         return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
                                z->describe());
     }
+    // bf16 plans: the operands converted into the dense bf16 copies the primitive reads.
+    Tensor a_in = *a, b_in = *b;
+    if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, convert(*a, p->src_md, p->src_in)); }
+    if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, convert(*b, p->wei_md, p->wei_in)); }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, as_memory(*a, p->src_md)},
-        {DNNL_ARG_WEIGHTS, b_const ? as_memory(p->packed_b, p->pd.weights_desc()) : as_memory(*b, p->wei_md)},
+        {DNNL_ARG_SRC, as_memory(a_in, p->src_in)},
+        {DNNL_ARG_WEIGHTS, b_const ? as_memory(p->packed_b, p->pd.weights_desc()) : as_memory(b_in, p->wei_in)},
         {DNNL_ARG_DST, as_memory(*y, p->dst_md)}};
     if (p->bias_po >= 0)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1, as_memory(bias_t, p->bias_md));
@@ -252,8 +261,35 @@ class MatMulKernel : public Kernel {
     return out;
   }
 
-  // Creates the primitive for this post-op chain; false when oneDNN has none.
+  // `t`'s bytes, seen as `from`, copied into a new tensor laid out as `to` (dense bf16).
+  static Result<Tensor> convert(const Tensor& t, const md& from, const md& to) {
+    FERRY_ASSIGN_OR_RETURN(Tensor out, make_tensor(DType::kFloat32, t.dims(), to));
+    try {
+      reorder(as_memory(t, from), as_memory(out, to));
+    } catch (const dnnl::error& e) {
+      return Status::internal(std::string("oneDNN reorder to bf16 failed: ") + e.what());
+    }
+    return out;
+  }
+
+  static md dense_bf16(const md& view) {
+    const auto d = view.dims();
+    return md(d, dt::bf16, to_dims(dense_strides(std::vector<int64_t>(d.begin(), d.end()))));
+  }
+
+  // The primitive for this post-op chain, bf16 first when the node asks for it; false when oneDNN has none.
   bool try_create(MatMulPlan& p, const md& bias_src1) {
+    if (bf16_) {
+      p.src_in = dense_bf16(p.src_md);
+      p.wei_in = dense_bf16(p.wei_md);
+      if (try_create_with(p, bias_src1, dt::bf16)) return true;
+    }
+    p.src_in = p.src_md;
+    p.wei_in = p.wei_md;
+    return try_create_with(p, bias_src1, dt::f32);
+  }
+
+  bool try_create_with(MatMulPlan& p, const md& bias_src1, dt in_type) {
     try {
       dnnl::primitive_attr attr;
       if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
@@ -272,8 +308,8 @@ class MatMulKernel : public Kernel {
         if (!append_post_ops({op}, po).ok()) return false;
       }
       attr.set_post_ops(po);
-      const md wei_any(p.wei_md.dims(), dt::f32, tag::any);
-      dnnl::matmul::desc d(p.src_md, p.packed_b_wanted ? wei_any : p.wei_md, p.dst_md);
+      const md wei_any(p.wei_md.dims(), in_type, tag::any);
+      dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_md);
       p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
       p.prim = dnnl::matmul(p.pd);
       return true;
@@ -395,6 +431,7 @@ class MatMulKernel : public Kernel {
   const ir::Node& node_;
   bool trans_a_ = false, trans_b_ = false;
   float alpha_ = 1.f, beta_ = 1.f;
+  bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
   int bias_input_ = -1, z_input_ = -1;
   std::vector<PostOp> ops_;
   const ops::OpSchema* reference_ = nullptr;

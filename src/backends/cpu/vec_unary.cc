@@ -45,7 +45,11 @@ constexpr int64_t kChunk = 1 << 15;
 class VecUnaryKernel : public Kernel {
  public:
   VecUnaryKernel(const ir::Node& node, VecUnary op, bool layouts, bool blocked_out)
-      : node_(node), op_(op), layouts_(layouts), blocked_out_(blocked_out) {}
+      : node_(node),
+        op_(op),
+        layouts_(layouts),
+        blocked_out_(blocked_out),
+        bf16_readers_(layouts && blocked_out && readers_take_bf16_storage(*node.outputs[0])) {}
   std::string name() const override { return "cpu:vec:" + vec_math_target(); }
   // RoundFloat maps 0 to 0, so it may run on a blocked tensor's padded storage as it is: a rounded
   // conv -> conv chain keeps oneDNN's layout.
@@ -56,6 +60,15 @@ class VecUnaryKernel : public Kernel {
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
     if (x->dtype() != DType::kFloat32) return Status::invalid(node_.op_type + ": the cpu kernel takes float32");
+    if (stores_bf16(*x)) {
+      // A native-bf16 conv's bf16 result: already rounded. Passed on as it is to convs, which read bf16;
+      // for any other reader converted (exactly) to float32, blocked or plain as they take it.
+      if (op_ != VecUnary::kRoundBf16) return Status::internal(node_.label() + ": a bf16 tensor reached " + node_.op_type);
+      if (bf16_readers_) return set_output(ctx, 0, *x, true);
+      if (!blocked_out_) return set_output(ctx, 0, *x, false);
+      FERRY_ASSIGN_OR_RETURN(Tensor f32, reorder_to(*x, with_data_type(desc_of(*x), dnnl::memory::data_type::f32)));
+      return set_output(ctx, 0, std::move(f32), true);
+    }
     if (!x->is_plain()) {
       const dnnl::memory::desc md = desc_of(*x);
       FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, x->dims(), md));
@@ -81,6 +94,7 @@ class VecUnaryKernel : public Kernel {
   const ir::Node& node_;
   VecUnary op_;
   bool layouts_, blocked_out_;
+  bool bf16_readers_;  // a bf16-stored input may go on as it is
 };
 
 Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node) {

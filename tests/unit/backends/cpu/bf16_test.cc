@@ -1,0 +1,126 @@
+// Native bf16 Conv / MatMul / Gemm on the cpu backend (precision bf16): the kernels oneDNN picks are
+// bf16 ones when the CPU has avx512_bf16, and the results agree with the reference backend's emulation
+// (fp32 arithmetic on the same bf16-rounded values) to within what the accumulation order can change:
+// one bf16 rounding step of the output, plus fp32 noise.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/cpu_backend.h"
+#include "ir/graph.h"
+#include "ops/op.h"
+#include "runtime/executor.h"
+#include "runtime/session.h"
+
+namespace ferry::backends::cpu {
+namespace {
+
+// Conv (3x3, bias, relu, residual) read by a depthwise conv (bf16 storage passed on) and a MaxPool (which
+// gets float32), a Linear (constant B, batch dims folded), a batched
+// MatMul of two activations with a transposed operand (attention scores) and a Gemm with transB.
+const char* kModel = R"(opset "" 17
+graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24])
+  const %w: float32[16,16,3,3] = uniform(-0.3, 0.3)
+  const %bias: float32[16] = uniform(-1.0, 1.0)
+  const %dw: float32[16,1,3,3] = uniform(-0.5, 0.5)
+  const %lin: float32[24,40] = uniform(-0.4, 0.4)
+  const %gw: float32[7,40] = uniform(-0.4, 0.4)
+  const %gb: float32[7] = uniform(-1.0, 1.0)
+  const %perm_shape: int64[2] = [60, 40]
+  %c = Conv(%x, %w, %bias) {pads=[1,1,1,1]}  # conv
+  %r = Relu(%c)  # relu
+  %s = Add(%r, %x)  # residual
+  %d = Conv(%s, %dw) {group=16, pads=[1,1,1,1]}  # depthwise
+  %mp = MaxPool(%s) {kernel_shape=[2,2], strides=[2,2]}  # pool
+  %kt = Transpose(%k) {perm=[0,1,3,2]}  # kt
+  %att = MatMul(%q, %kt)  # scores
+  %l = MatMul(%q, %lin)  # linear
+  %flat = Reshape(%l, %perm_shape)  # flat
+  %gm = Gemm(%flat, %gw, %gb) {transB=1}  # gemm
+  return %d, %att, %gm, %mp
+)";
+
+std::unique_ptr<runtime::Session> open(const std::string& backend) {
+  auto m = ir::parse_model(kModel);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  runtime::SessionOptions so;
+  so.backend = backend;
+  so.opt_level = 2;  // conv + relu + add fused: its result goes to the depthwise conv in bf16 storage
+  so.precision.mode = passes::PrecisionMode::kBf16;
+  auto s = runtime::Session::from_model(std::move(m).value(), so);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+Tensor random(const std::vector<int64_t>& dims, uint32_t seed) {
+  Tensor t(DType::kFloat32, dims);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(gen);
+  return t;
+}
+
+TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
+  auto cpu = open("cpu"), ref = open("reference");
+  ASSERT_TRUE(cpu && ref);
+  const std::map<std::string, Tensor> feeds{
+      {"x", random({2, 16, 12, 12}, 1)}, {"q", random({2, 3, 10, 24}, 2)}, {"k", random({2, 3, 10, 24}, 3)}};
+  auto got = cpu->run_tensors(feeds);
+  auto want = ref->run_tensors(feeds);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < got->size(); ++o) {
+    const Tensor& a = (*got)[o].second;
+    const Tensor& b = (*want)[o].second;
+    ASSERT_EQ(a.dims(), b.dims()) << (*got)[o].first;
+    double max_abs = 0, max_err = 0;
+    int64_t differ = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float x = a.data<float>()[i], y = b.data<float>()[i];
+      max_abs = std::max(max_abs, std::fabs(double(y)));
+      // Both sides stored the result rounded to bf16: equal, or one bf16 step (2^-8 relative) apart.
+      const double err = std::fabs(double(x) - y);
+      max_err = std::max(max_err, err);
+      if (err > std::fabs(double(y)) * (1.0 / 128) + 1e-5) ++differ;
+    }
+    EXPECT_EQ(differ, 0) << (*got)[o].first << ": max error " << max_err;
+    EXPECT_LT(max_err, max_abs * 0.02) << (*got)[o].first;
+    EXPECT_GT(max_abs, 0.1) << (*got)[o].first << " is not a meaningful comparison";
+  }
+  // The bf16 rounding happened at all: the fp32 result differs.
+  auto m = ir::parse_model(kModel);
+  runtime::SessionOptions so;
+  so.backend = "cpu";
+  so.opt_level = 2;
+  auto fp32 = runtime::Session::from_model(std::move(m).value(), so);
+  ASSERT_TRUE(fp32.ok());
+  auto exact = (*fp32)->run_tensors(feeds);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_NE(std::memcmp((*exact)[0].second.raw(), (*got)[0].second.raw(), (*got)[0].second.numel() * 4), 0);
+}
+
+TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
+  if (!native_bf16_available()) GTEST_SKIP() << "this CPU has no avx512_bf16 (or FERRY_CPU_BF16=0)";
+  auto cpu = open("cpu");
+  ASSERT_TRUE(cpu);
+  const auto* plan = cpu->executor().main_plan();
+  ASSERT_NE(plan, nullptr);
+  int bf16 = 0, marked = 0;
+  const auto& nodes = cpu->graph().nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->attr_string("ferry_precision", "") != "bfloat16") continue;
+    ++marked;
+    const std::string name = plan->kernels[i]->name();
+    if (name.find("bf16") != std::string::npos) ++bf16;
+    else ADD_FAILURE() << nodes[i]->name << " runs " << name;
+  }
+  EXPECT_GE(marked, 4);  // two convs, two matmuls, the gemm
+  EXPECT_EQ(bf16, marked);
+}
+
+}  // namespace
+}  // namespace ferry::backends::cpu
