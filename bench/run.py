@@ -4,7 +4,7 @@ bench/results/<date>.json and a Markdown table (bench/results/<date>.md). See be
 
     bench/run.sh [--models resnet50,mobilenet_v2] [--batches 1,8] [--threads 2] [--ferry build/ferry]
                  [--backend cpu] [--opt-level 2] [--iterations N] [--duration S] [--no-openvino]
-                 [--out DIR] [-- extra ferry bench flags]
+                 [--precisions fp32,bf16] [--out DIR] [-- extra ferry bench flags]
 
 Each (model, batch) is its own `ferry bench` process, so every process's peak memory is that batch's
 alone; inside it ferry runs first, then ONNX Runtime, then OpenVINO, each peer in its own child process.
@@ -25,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MODELS = ["resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vit_b_16", "bert_like"]
 TARGET = {1: 0.80, 8: 0.95}  # ferry median latency / ONNX Runtime's (issue 3)
+BF16_TARGET = {"resnet50": 1.6, "bert_like": 1.6}  # ferry fp32 / ferry bf16 median latency (issue 4)
 PEAK_GFLOPS = 230.0          # fp32 FMA peak of this 2-core machine (DESIGN.md)
 
 
@@ -84,11 +85,11 @@ def flops(ferry, model, shape):
         return None
 
 
-def bench_one(a, model, batch, peers, extra):
+def bench_one(a, model, batch, peers, extra, precision="fp32"):
     fd, js = tempfile.mkstemp(suffix=".json", prefix="ferry_bench_")
     os.close(fd)
     cmd = [a.ferry, "bench", model, "--batch", str(batch), "--threads", str(a.threads), "--backend", a.backend,
-           "--opt-level", str(a.opt_level), "--json", js]
+           "--opt-level", str(a.opt_level), "--precision", precision, "--json", js]
     for p in peers:
         cmd += ["--peer", p]
     if a.iterations:
@@ -164,13 +165,31 @@ def row(model, batch, run, fl):
     return r
 
 
+def add_precision(r, precision, run):
+    """Adds ferry's median at a lower precision and the speed-up over its fp32 median to row r."""
+    if "bench" not in run:
+        r[precision + "_error"] = run.get("error", "failed")
+        return
+    f = run["bench"]["results"][0]
+    r[precision + "_median_ms"] = f["latency_ms"]["median"]
+    r[precision + "_unstable"] = f["unstable"]
+    if r.get("ferry_median_ms"):
+        r[precision + "_speedup"] = r["ferry_median_ms"] / f["latency_ms"]["median"]
+        if precision == "bf16" and r["model"] in BF16_TARGET:
+            r["bf16_target"] = BF16_TARGET[r["model"]]
+            r["bf16_target_met"] = r["bf16_speedup"] >= BF16_TARGET[r["model"]]
+
+
 def markdown(rows, meta):
     def n(v, fmt="%.2f"):
         return fmt % v if isinstance(v, (int, float)) and v is not None else "—"
     have_ov = any("ov_median_ms" in r for r in rows)
+    low = [p for p in meta.get("precisions", []) if p != "fp32"]
     head = ["model", "batch", "ferry median ms", "ORT median ms", "ferry/ORT", "target", "met?"]
     if have_ov:
         head += ["OpenVINO median ms", "ferry/OV"]
+    for p in low:
+        head += ["ferry %s ms" % p, "%s speed-up vs ferry fp32" % p]
     head += ["ferry GFLOP/s", "ORT GFLOP/s", "peak MiB ferry / ORT", "memory ≤ ORT?", "outputs vs ORT (rel.)"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -183,6 +202,14 @@ def markdown(rows, meta):
                      n(r.get("target"), "≤ %.2f"), met]
             if have_ov:
                 cells += [n(r.get("ov_median_ms")), n(r.get("ov_ratio"), "%.3f")]
+            for p in low:
+                if p + "_error" in r:
+                    cells += ["error: " + r[p + "_error"].replace("|", "\\|"), ""]
+                    continue
+                sp = n(r.get(p + "_speedup"), "%.2f×")
+                if p == "bf16" and "bf16_target" in r:
+                    sp += " (target ≥ %.1f×: %s)" % (r["bf16_target"], "met" if r["bf16_target_met"] else "**no**")
+                cells += [n(r.get(p + "_median_ms")) + (" (unstable)" if r.get(p + "_unstable") else ""), sp]
             mem_ok = "—" if r.get("memory_ratio") is None else ("yes" if r["memory_ratio"] <= 1 else "**no**")
             cells += [n(r.get("ferry_gflops"), "%.1f"), n(r.get("ort_gflops"), "%.1f"),
                       "%s / %s" % (n(r.get("ferry_peak_mib"), "%.0f"), n(r.get("ort_peak_mib"), "%.0f")), mem_ok,
@@ -199,6 +226,10 @@ def markdown(rows, meta):
             notes.append("resnet50 batch 8: ferry %.1f GFLOP/s = %.0f%% of the %.0f GFLOP/s fp32 peak (target ≥ 85%%); "
                          "ONNX Runtime %.0f%%." % (r["ferry_gflops"], 100 * r["ferry_gflops"] / PEAK_GFLOPS, PEAK_GFLOPS,
                                                    100 * r.get("ort_gflops", 0) / PEAK_GFLOPS))
+    if low:
+        notes.append("Lower-precision columns: ferry alone at that --precision (bf16: native oneDNN bf16 Conv/MatMul; "
+                     "fp16: emulated, rounding only), speed-up = ferry fp32 median / that median; bf16 target ≥ 1.6× "
+                     "on resnet50 and bert_like.")
     notes.append("Ratios are ferry/peer median latency (below 1: ferry faster); targets: batch 1 ≤ 0.80, batch 8 ≤ 0.95, "
                  "peak memory ≤ ONNX Runtime's. GFLOP/s = `ferry inspect` FLOP estimate / median latency.")
     return "\n".join(out + notes) + "\n"
@@ -238,6 +269,9 @@ def main():
     ap.add_argument("--iterations", type=int, help="passed to ferry bench (default: its policy)")
     ap.add_argument("--duration", type=float, help="passed to ferry bench")
     ap.add_argument("--no-openvino", action="store_true", help="do not run (or try to install) OpenVINO")
+    ap.add_argument("--precisions", default="fp32",
+                    help="comma list: fp32 (always, with the peers) plus ferry-only runs at bf16/fp16/mixed-* for the "
+                         "speed-up over ferry fp32 (e.g. fp32,bf16)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for <date>.json and <date>.md")
     a = ap.parse_args(argv)
     models = [m for m in a.models.split(",") if m]
@@ -248,6 +282,10 @@ def main():
         batches = [int(b) for b in a.batches.split(",") if b]
     except ValueError:
         ap.error("--batches must be a comma list of integers")
+    precisions = ["fp32"] + [p for p in a.precisions.split(",") if p and p != "fp32"]
+    for p in precisions:
+        if p not in ("fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16"):
+            ap.error("unknown precision %r in --precisions" % p)
     if not os.access(a.ferry, os.X_OK):
         sys.exit("bench: error: no ferry binary at %s (build it: bash scripts/build.sh)" % a.ferry)
     a.ferry = os.path.abspath(a.ferry)
@@ -263,7 +301,7 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     meta = {"date_utc": now.strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_name(), "backend": a.backend,
             "opt_level": a.opt_level, "threads": a.threads, "commit": git_commit(), "ferry": a.ferry,
-            "models": models, "batches": batches, "peers": peers, "extra_args": extra}
+            "models": models, "batches": batches, "peers": peers, "precisions": precisions, "extra_args": extra}
     if not ov_ok:
         meta["openvino_note"] = ov_note
     runs, rows = [], []
@@ -289,6 +327,12 @@ def main():
             run.update({"model": m, "batch": b, "flops": fl, "info": info})
             runs.append(run)
             r = row(m, b, run, fl)
+            for p in precisions[1:]:
+                log("%s batch %d: ferry bench --precision %s ..." % (m, b, p))
+                prun = bench_one(a, path, b, [], extra, p)
+                prun.update({"model": m, "batch": b, "precision": p})
+                runs.append(prun)
+                add_precision(r, p, prun)
             rows.append(r)
             if "bench" in run:
                 for p in run["bench"]["peers"]:
@@ -299,6 +343,10 @@ def main():
                 log("%s batch %d: ferry %.2f ms, ONNX Runtime %s ms, ratio %s (%.0f s)" % (
                     m, b, r["ferry_median_ms"], "%.2f" % r["ort_median_ms"] if "ort_median_ms" in r else "?",
                     "%.3f" % r["ratio"] if "ratio" in r else "?", run["wall_s"]))
+                for p in precisions[1:]:
+                    if p + "_speedup" in r:
+                        log("%s batch %d: ferry %s %.2f ms, %.2fx faster than fp32" % (
+                            m, b, p, r[p + "_median_ms"], r[p + "_speedup"]))
             write()
 
     write()
