@@ -52,6 +52,22 @@ for b in (1, 8):
     check("harness b=%d: memory ratio and agreement" % b,
           r["memory_ratio"] > 0 and r["ort_agrees"] and r["ort_max_rel_diff"] < 1e-5, r)
 
+# A bf16 run (ferry alone) adds its median and the speed-up over ferry fp32 to the row.
+prun = h.bench_one(Args, m, 1, [], ["--warmup", "1"], "bf16")
+check("harness: ferry bench --precision bf16 ran", prun["exit_code"] == 0 and "--precision" in prun["command"] and
+      prun["command"][prun["command"].index("--precision") + 1] == "bf16" and not prun["bench"].get("peers"), prun.get("error"))
+bf = dict(rows[0])
+h.add_precision(bf, "bf16", prun)
+check("harness: bf16 speed-up = fp32 median / bf16 median",
+      abs(bf["bf16_speedup"] - bf["ferry_median_ms"] / prun["bench"]["results"][0]["latency_ms"]["median"]) < 1e-12, bf)
+res = {"model": "resnet50", "ferry_median_ms": 10.0}
+h.add_precision(res, "bf16", {"bench": {"results": [{"latency_ms": {"median": 5.0}, "unstable": False}]}})
+check("harness: resnet50's bf16 target judged from the speed-up", res["bf16_speedup"] == 2.0 and res["bf16_target_met"], res)
+md_bf = h.markdown([bf, res | {"batch": 1}], {"date_utc": "today", "cpu": "cpu", "backend": "cpu", "opt_level": 2,
+                                            "threads": 1, "precisions": ["fp32", "bf16"]})
+check("harness: bf16 columns", "| ferry bf16 ms | bf16 speed-up vs ferry fp32 |" in md_bf and
+      "2.00× (target ≥ 1.6×: met)" in md_bf, md_bf)
+
 rows.append(h.row("broken", 1, {"error": "error: something | failed"}, None))
 md = h.markdown(rows, {"date_utc": "today", "cpu": "cpu", "backend": "cpu", "opt_level": 2, "threads": 1,
                        "ort_version": "1.x", "openvino_note": "not installed"})
