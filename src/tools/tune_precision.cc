@@ -96,6 +96,7 @@ Result<Candidate> run_with(const TuneOptions& o, const std::vector<std::string>&
 
 double median_ms(ModelRunner& r, const std::map<std::string, RtValue>& feeds, int runs) {
   std::vector<double> ms;
+  if (!r.run(feeds).ok()) return NAN;  // warmup: the first run refines the memory plan and faults pages in
   for (int i = 0; i < runs; ++i) {
     auto t0 = Clock::now();
     if (!r.run(feeds).ok()) return NAN;
