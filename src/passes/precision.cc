@@ -34,6 +34,12 @@ std::string to_string(PrecisionMode m) {
   return "?";
 }
 
+namespace {
+bool (*g_native_bf16_probe)() = nullptr;
+}  // namespace
+
+void set_native_bf16_probe(bool (*probe)()) { g_native_bf16_probe = probe; }
+
 std::string describe(PrecisionMode m) {
   switch (m) {
     case PrecisionMode::kFp32: return "fp32";
@@ -42,7 +48,13 @@ std::string describe(PrecisionMode m) {
       return to_string(m) + " (emulated: tensors rounded to fp16, arithmetic in fp32)";
     case PrecisionMode::kBf16:
     case PrecisionMode::kMixedBf16:
-      return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where the CPU has avx512_bf16)";
+      if (!g_native_bf16_probe)
+        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where the CPU has avx512_bf16)";
+      if (g_native_bf16_probe())
+        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul native bf16 on the cpu backend: this CPU has "
+                              "avx512_bf16)";
+      return to_string(m) + " (EMULATED: tensors rounded to bf16, arithmetic in fp32; this CPU has no avx512_bf16 "
+                            "or FERRY_CPU_BF16=0)";
   }
   return "?";
 }

@@ -54,6 +54,9 @@ Result<PrecisionMode> parse_precision(const std::string& s);  // "fp32", "fp16",
 std::string to_string(PrecisionMode m);
 // "fp16 (emulated: fp16 storage, fp32 compute)", "bf16 (native on avx512_bf16 ...)", "fp32".
 std::string describe(PrecisionMode m);
+// What describe() says of bf16 depends on the machine: the cpu backend registers its probe
+// (backends::cpu::native_bf16_available) so reports say "native" or "EMULATED" for this CPU.
+void set_native_bf16_probe(bool (*probe)());
 // The ATC --precision_mode value a mode corresponds to.
 std::string atc_equivalent(PrecisionMode m);
 bool is_low(PrecisionMode m);

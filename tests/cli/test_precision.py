@@ -7,6 +7,7 @@ usage: test_precision.py PATH/TO/ferry
 """
 import json
 import os
+import re
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -60,6 +61,20 @@ if ybf is not None:
     bits = ybf.view(np.uint32) & 0xFFFF
     check("bf16 output values are bf16 values", not bits.any())
     check("bf16 close to fp32", np.max(np.abs(ybf - y32)) <= 0.05 * np.max(np.abs(y32)), np.max(np.abs(ybf - y32)))
+# The label says what this CPU does: native bf16 where `ferry doctor` finds avx512_bf16, EMULATED otherwise
+# and with FERRY_CPU_BF16=0, which computes the same numbers in fp32 on the rounded values.
+_, doc, _ = u.ferry("doctor")
+has_bf16 = re.search(r"avx512_bf16\s+yes", doc) is not None
+check("bf16 run: labelled native or EMULATED as this CPU is",
+      ("native bf16 on the cpu backend" in out) == has_bf16 and ("EMULATED" in out) != has_bf16, out)
+os.environ["FERRY_CPU_BF16"] = "0"
+rc, out0, err, ybf0 = run("--precision", "bf16", tag="bf16_emulated")
+del os.environ["FERRY_CPU_BF16"]
+check("FERRY_CPU_BF16=0: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0, (out0, err))
+if ybf is not None and ybf0 is not None:
+    step = np.abs(ybf0) * 2 ** -7 + 1e-6
+    check("native and emulated bf16 agree within one bf16 step", np.all(np.abs(ybf - ybf0) <= step),
+          float(np.max(np.abs(ybf - ybf0))))
 
 # --- keep lists and keep-io-types ---------------------------------------------------------------------
 keep = os.path.join(tmp, "keep.txt")

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "passes/precision.h"
+
 namespace ferry::backends::cpu {
 
 // Kernel files: each adds its entries to the table. Add one line per new file.
@@ -86,6 +88,11 @@ bool native_bf16_available() {
   }();
   return on;
 }
+
+namespace {
+// Reports (passes::describe) say whether bf16 is native on this machine.
+const bool kProbeRegistered = (passes::set_native_bf16_probe(&native_bf16_available), true);
+}  // namespace
 
 bool wants_native_bf16(const ir::Node& node) {
   return node.attr_string("ferry_precision", "") == "bfloat16" && native_bf16_available();
