@@ -20,6 +20,7 @@ struct ProfileArgs {
   InputFlags input;
   SessionFlags session;
   int runs = 10, top = 25;
+  double link_gbps = 16;
   int64_t batch = 0;
 };
 
@@ -39,6 +40,7 @@ int run_profile_cmd(const ProfileArgs& a) {
   o.session = session_options(a.session);
   o.inputs = *inputs;
   o.runs = a.runs;
+  o.link_gb_per_s = a.link_gbps;
   o.progress = progress;
   if (a.batch > 0) {
     // --batch N: dim 0 of every input with a dynamic batch; other dynamic dims still need --shape.
@@ -92,6 +94,10 @@ CommandFn add_profile_command(CLI::App& app) {
   cmd->add_option("--runs", a->runs, "measured runs (default 10, after 2 warmup runs)")->check(CLI::PositiveNumber);
   cmd->add_option("--batch", a->batch, "batch size for inputs with a dynamic dim 0")->check(CLI::PositiveNumber);
   cmd->add_option("--top", a->top, "nodes listed in the text report (default 25)")->check(CLI::PositiveNumber);
+  cmd->add_option("--link-gbps", a->link_gbps,
+                  "with an emulated --target: the host<->device bandwidth (GB/s) that estimates the transfer time "
+                  "(default 16, PCIe 4.0 x16 effective)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--trace", a->trace, "write a Chrome trace (JSON) of every node of every run")->type_name("FILE.json");
   cmd->add_option("--csv", a->csv, "write one CSV row per node")->type_name("FILE");
   cmd->add_option("--json", a->json, "write the report as JSON (schema ferry.profile/1)")->type_name("FILE");

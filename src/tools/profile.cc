@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "passes/precision.h"
 #include "runtime/executor.h"
+#include "tools/check.h"
 #include "tools/inspect.h"
 #include "tools/model_loader.h"
 
@@ -22,6 +24,64 @@ double bytes_of(const RtValue& v) {
   for (const Tensor& t : v.sequence) b += static_cast<double>(t.nbytes());
   return b;
 }
+}  // namespace
+
+namespace {
+
+// A byte count for people ("1.5 MiB"), "unknown" for -1.
+std::string show_bytes(int64_t b) {
+  if (b < 0) return "unknown";
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < 1048576) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.2f} MiB", b / 1048576.0);
+}
+
+std::string describe_transfers(const TransferProfile& t) {
+  std::string s = fmt::format("target {}{}: {} node(s) on the device ({:.3f} ms), {} on the host ({:.3f} ms); per inference "
+                              "inputs {} to the device, outputs {} back, {} value(s) at fallback borders {}",
+                              t.target, t.emulated ? " (EMULATED)" : "", t.device_nodes, t.device_ms, t.host_nodes,
+                              t.host_ms, show_bytes(t.input_bytes), show_bytes(t.output_bytes), t.borders,
+                              show_bytes(t.border_bytes));
+  if (t.emulated)
+    s += t.estimated_us >= 0
+             ? fmt::format("; transfer time not measured (no device here), ~{:.3g} us at {:g} GB/s (--link-gbps)", t.estimated_us,
+                           t.link_gb_per_s)
+             : "; transfer time not measured (no device here)";
+  return s;
+}
+
+// Places the model's ONNX nodes as `ferry check` does and attributes the profiled nodes to a side: a
+// fused node is on the host when any ONNX node it covers is.
+Result<TransferProfile> profile_partition(const ProfileOptions& o, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                          ProfileReport& r) {
+  CheckOptions co;
+  co.target = o.session.target;
+  co.input_shapes = shapes;
+  FERRY_ASSIGN_OR_RETURN(CheckReport c, check_model(o.model, co));
+  std::set<std::string> host;
+  for (const CheckRow& row : c.rows)
+    if (row.placement == targets::Placement::kHost || row.placement == targets::Placement::kUnsupported)
+      host.insert(row.name);
+  TransferProfile t;
+  t.target = c.target;
+  t.emulated = c.emulated;
+  for (NodeProfile& n : r.nodes) {
+    bool on_host = host.count(n.node) > 0;
+    for (const std::string& p : n.covers) on_host = on_host || host.count(p) > 0;
+    n.placement = on_host ? "host" : "device";
+    (on_host ? t.host_nodes : t.device_nodes)++;
+    (on_host ? t.host_ms : t.device_ms) += n.mean_ms;
+  }
+  t.input_bytes = c.input_bytes;
+  t.output_bytes = c.output_bytes;
+  t.border_bytes = c.transfer_bytes;
+  t.borders = c.transfers;
+  t.link_gb_per_s = o.link_gb_per_s;
+  if (t.emulated && t.input_bytes >= 0 && t.output_bytes >= 0 && t.border_bytes >= 0 && o.link_gb_per_s > 0)
+    t.estimated_us = (t.input_bytes + t.output_bytes + t.border_bytes) / (o.link_gb_per_s * 1e3);
+  return t;
+}
+
 }  // namespace
 
 Result<ProfileReport> run_profile(const ProfileOptions& o) {
@@ -104,6 +164,14 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   for (const auto& v : g.values)
     if (v->is_constant()) r.weight_bytes += v->initializer.nbytes();
   r.transfers = "none: every node runs on the " + o.session.backend + " backend in this process";
+  if (!o.session.target.empty()) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& [name, v] : feeds)
+      if (v.is_tensor()) shapes[name] = v.tensor.dims();
+    FERRY_ASSIGN_OR_RETURN(TransferProfile t, profile_partition(o, shapes, r));
+    r.transfers = describe_transfers(t);
+    r.partition = std::move(t);
+  }
   return r;
 }
 
@@ -111,7 +179,7 @@ std::string format_profile(const ProfileReport& r, size_t top) {
   std::string s = fmt::format("ferry profile: {} ({} backend, precision {}, mean of {} run(s))\n", r.model, r.backend,
                               r.precision, r.runs);
   s += fmt::format("total {:.3f} ms per run (sum of nodes; the hook keeps intermediates out of the arena)\n", r.total_ms);
-  s += fmt::format("memory: arena {:.2f} MiB, weights {:.2f} MiB; transfers: {}\n\n", r.arena_bytes / 1048576.0,
+  s += fmt::format("memory: arena {:.2f} MiB, weights {:.2f} MiB\ntransfers: {}\n\n", r.arena_bytes / 1048576.0,
                    r.weight_bytes / 1048576.0, r.transfers);
   s += "by op type:\n";
   for (const auto& t : r.by_type)
@@ -126,12 +194,27 @@ std::string format_profile(const ProfileReport& r, size_t top) {
     std::string covers;
     if (n.covers.size() > 1 || (n.covers.size() == 1 && n.covers[0] != n.node))
       for (const auto& c : n.covers) covers += (covers.empty() ? " covers " : ", ") + c;
-    s += fmt::format("  {:>9.3f} ms {:>5.1f}%  {}  [{}] {}{}{}\n", n.mean_ms, 100 * n.share, n.node, n.op, n.kernel,
+    s += fmt::format("  {:>9.3f} ms {:>5.1f}%  {}{}  [{}] {}{}{}\n", n.mean_ms, 100 * n.share,
+                     n.placement == "host" ? "(host) " : "", n.node, n.op, n.kernel,
                      n.flops > 0 && n.mean_ms > 0 ? fmt::format("  {:.2f} GFLOP/s", n.flops / (n.mean_ms * 1e6)) : "",
                      covers);
   }
   return s;
 }
+
+namespace {
+nlohmann::json partition_json(const ProfileReport& r) {
+  using nlohmann::json;
+  if (!r.partition) return nullptr;
+  const TransferProfile& t = *r.partition;
+  auto bytes = [](int64_t b) { return b >= 0 ? json(b) : json(nullptr); };
+  return {{"target", t.target}, {"emulated", t.emulated}, {"device_nodes", t.device_nodes}, {"host_nodes", t.host_nodes},
+          {"device_ms", t.device_ms}, {"host_ms", t.host_ms}, {"input_bytes", bytes(t.input_bytes)},
+          {"output_bytes", bytes(t.output_bytes)}, {"border_values", t.borders}, {"border_bytes", bytes(t.border_bytes)},
+          {"estimated_transfer_us", t.estimated_us >= 0 ? json(t.estimated_us) : json(nullptr)},
+          {"link_gb_per_s", t.link_gb_per_s}};
+}
+}  // namespace
 
 nlohmann::json profile_to_json(const ProfileReport& r) {
   using nlohmann::json;
@@ -141,12 +224,13 @@ nlohmann::json profile_to_json(const ProfileReport& r) {
     nodes.push_back({{"node", n.node}, {"op", n.op}, {"kernel", n.kernel}, {"covers", n.covers}, {"ms", num(n.mean_ms)},
                      {"share", num(n.share)}, {"flops", n.flops >= 0 ? json(n.flops) : json(nullptr)},
                      {"gflops_per_s", n.flops > 0 && n.mean_ms > 0 ? num(n.flops / (n.mean_ms * 1e6)) : json(nullptr)},
-                     {"bytes", n.bytes}});
+                     {"bytes", n.bytes}, {"placement", n.placement.empty() ? json(nullptr) : json(n.placement)}});
   for (const auto& t : r.by_type)
     types.push_back({{"op", t.op}, {"nodes", t.nodes}, {"ms", num(t.ms)}, {"share", num(t.share)}, {"flops", t.flops}});
   return {{"schema", "ferry.profile/1"}, {"model", r.model}, {"backend", r.backend}, {"precision", r.precision},
           {"runs", r.runs}, {"total_ms", num(r.total_ms)}, {"arena_bytes", r.arena_bytes},
           {"weight_bytes", r.weight_bytes}, {"transfers", r.transfers}, {"nodes", nodes}, {"by_type", types},
+          {"partition", partition_json(r)},
           {"method", "per-node hook (memory arena off), mean of " + std::to_string(r.runs) + " runs"}};
 }
 

@@ -7,8 +7,14 @@
 // (the hook's own work excluded). While a hook is set the executor keeps intermediates out of the
 // arena, so the total can differ from `ferry bench`'s latency by the allocations: use bench for the
 // latency, profile for the shares.
+//
+// With --target, each node is placed as `ferry check` places it (device, or host fallback) and the
+// report splits the time by side and lists the bytes that cross per inference (inputs to the device,
+// outputs back, values at fallback borders). For an emulated device nothing crosses on this machine:
+// the transfer time is an estimate at a stated link bandwidth, and says so.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,7 @@ struct ProfileOptions {
   InputOptions inputs;
   int runs = 10;
   int warmup = 2;
+  double link_gb_per_s = 16;  // for the transfer-time estimate of emulated targets (PCIe 4.0 x16, effective)
   std::function<void(const std::string&)> progress;
 };
 
@@ -35,6 +42,19 @@ struct NodeProfile {
   double mean_ms = 0, share = 0;
   double flops = -1;                // -1: no estimate
   double bytes = 0;                 // inputs + outputs, from the last run
+  std::string placement;            // with a target: "device" or "host"
+};
+
+// Where a partitioned model's time and bytes go (a target given).
+struct TransferProfile {
+  std::string target;
+  bool emulated = false;
+  int device_nodes = 0, host_nodes = 0;  // of the prepared (fused) graph
+  double device_ms = 0, host_ms = 0;
+  int64_t input_bytes = 0, output_bytes = 0, border_bytes = 0;  // per inference, -1 unknown
+  int64_t borders = 0;                                           // values crossing at fallback borders
+  double estimated_us = -1;  // transfer time at the link bandwidth (emulated targets), -1 unknown
+  double link_gb_per_s = 0;
 };
 
 struct OpTypeProfile {
@@ -58,6 +78,7 @@ struct ProfileReport {
   uint64_t arena_bytes = 0, weight_bytes = 0;
   std::vector<TraceEvent> trace;
   std::string transfers;  // host<->device transfers: what is known about them
+  std::optional<TransferProfile> partition;  // with a target
 };
 
 Result<ProfileReport> run_profile(const ProfileOptions& o);

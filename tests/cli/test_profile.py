@@ -66,6 +66,40 @@ check("trace: events of one thread do not overlap", all(a["ts"] + a["dur"] <= b[
                                                                        sorted(xs, key=lambda e: e["ts"])[1:])))
 check("trace: metadata names the process", any(e.get("ph") == "M" and e["name"] == "process_name" for e in ev))
 
+# A partitioned model: RNN is not in ascend310p's operator list, so it falls back to the host between two
+# device MatMuls. Nodes are placed as `ferry check` places them, the time is split by side, and the bytes
+# that cross per inference are listed: x in (2*1*8 floats), y out (2*8), a to the host and Y back (16 each).
+r = np.random.RandomState(0)
+rnn = save(model([helper.make_node("MatMul", ["x", "w"], ["a"], name="mm1"),
+                  helper.make_node("RNN", ["a", "W", "R"], ["Y", ""], name="rnn", hidden_size=8),
+                  helper.make_node("Reshape", ["Y", "shp"], ["f"], name="flat"),
+                  helper.make_node("MatMul", ["f", "w"], ["y"], name="mm2")],
+                 [vi("x", F, [2, 1, 8])], [vi("y", F, [2, 8])],
+                 [numpy_helper.from_array(r.randn(8, 8).astype(np.float32), "w"),
+                  numpy_helper.from_array((r.randn(1, 8, 8) * 0.3).astype(np.float32), "W"),
+                  numpy_helper.from_array((r.randn(1, 8, 8) * 0.3).astype(np.float32), "R"),
+                  numpy_helper.from_array(np.array([2, 8], dtype=np.int64), "shp")]), os.path.join(tmp, "rnn.onnx"))
+pj = os.path.join(tmp, "partition.json")
+rc, out, err = u.ferry("profile", rnn, "--target", "ascend310p", "--json", pj, "--link-gbps", "2")
+check("profile --target ascend310p: exit 0", rc == 0, err)
+check("profile --target: the transfers line says EMULATED and not measured",
+      "transfers: target ascend310p (EMULATED)" in out and "not measured" in out and "at 2 GB/s" in out, out)
+check("profile --target: the host node is marked in the text", "(host) rnn" in out, out)
+prep = json.load(open(pj)) if os.path.exists(pj) else {}
+part = prep.get("partition") or {}
+check("json partition: bytes in, out and at the borders",
+      part.get("input_bytes") == 64 and part.get("output_bytes") == 64 and part.get("border_values") == 2 and
+      part.get("border_bytes") == 128, part)
+check("json partition: estimated time = bytes / link", abs(part.get("estimated_transfer_us", -1) - 256 / 2e3) < 1e-9, part)
+host = [n for n in prep.get("nodes", []) if n.get("placement") == "host"]
+check("json partition: exactly the RNN on the host, its time counted there",
+      [n["node"] for n in host] == ["rnn"] and part.get("host_nodes") == 1 and
+      abs(part.get("host_ms", -1) - host[0]["ms"]) < 1e-9 if host else False, (host, part))
+check("json partition: every other node on the device",
+      all(n.get("placement") == "device" for n in prep.get("nodes", []) if n["node"] != "rnn"), prep.get("nodes"))
+rc, out, err = u.ferry("profile", src, "--batch", "2")
+check("profile without --target: no partition", rc == 0 and "transfers: none" in out, out)
+
 # Errors.
 rc, out, err = u.ferry("profile", src, "--runs", "0")
 check("profile --runs 0: exit 2", rc == 2, (rc, err))
