@@ -10,6 +10,7 @@
 
 #include "passes/precision.h"
 #include "runtime/executor.h"
+#include "tools/bench.h"
 #include "tools/check.h"
 #include "tools/inspect.h"
 #include "tools/model_loader.h"
@@ -161,6 +162,7 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   for (auto& [op, t] : types) r.by_type.push_back(t);
   std::sort(r.by_type.begin(), r.by_type.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
   r.arena_bytes = s.executor().arena_bytes();
+  r.peak_rss_bytes = peak_rss_bytes();
   for (const auto& v : g.values)
     if (v->is_constant()) r.weight_bytes += v->initializer.nbytes();
   r.transfers = "none: every node runs on the " + o.session.backend + " backend in this process";
@@ -179,8 +181,9 @@ std::string format_profile(const ProfileReport& r, size_t top) {
   std::string s = fmt::format("ferry profile: {} ({} backend, precision {}, mean of {} run(s))\n", r.model, r.backend,
                               r.precision, r.runs);
   s += fmt::format("total {:.3f} ms per run (sum of nodes; the hook keeps intermediates out of the arena)\n", r.total_ms);
-  s += fmt::format("memory: arena {:.2f} MiB, weights {:.2f} MiB\ntransfers: {}\n\n", r.arena_bytes / 1048576.0,
-                   r.weight_bytes / 1048576.0, r.transfers);
+  s += fmt::format("memory: arena {:.2f} MiB (the planned intermediates), weights {:.2f} MiB, process peak {:.1f} MiB\n"
+                   "transfers: {}\n\n",
+                   r.arena_bytes / 1048576.0, r.weight_bytes / 1048576.0, r.peak_rss_bytes / 1048576.0, r.transfers);
   s += "by op type:\n";
   for (const auto& t : r.by_type)
     s += fmt::format("  {:<28} {:>4} node(s) {:>10.3f} ms {:>6.1f}%{}\n", t.op, t.nodes, t.ms, 100 * t.share,
@@ -229,7 +232,7 @@ nlohmann::json profile_to_json(const ProfileReport& r) {
     types.push_back({{"op", t.op}, {"nodes", t.nodes}, {"ms", num(t.ms)}, {"share", num(t.share)}, {"flops", t.flops}});
   return {{"schema", "ferry.profile/1"}, {"model", r.model}, {"backend", r.backend}, {"precision", r.precision},
           {"runs", r.runs}, {"total_ms", num(r.total_ms)}, {"arena_bytes", r.arena_bytes},
-          {"weight_bytes", r.weight_bytes}, {"transfers", r.transfers}, {"nodes", nodes}, {"by_type", types},
+          {"weight_bytes", r.weight_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"transfers", r.transfers}, {"nodes", nodes}, {"by_type", types},
           {"partition", partition_json(r)},
           {"method", "per-node hook (memory arena off), mean of " + std::to_string(r.runs) + " runs"}};
 }

@@ -76,6 +76,7 @@ struct ProfileReport {
   std::vector<NodeProfile> nodes;       // graph order
   std::vector<OpTypeProfile> by_type;   // largest first
   uint64_t arena_bytes = 0, weight_bytes = 0;
+  int64_t peak_rss_bytes = 0;  // the process's peak resident memory (VmHWM) after the runs
   std::vector<TraceEvent> trace;
   std::string transfers;  // host<->device transfers: what is known about them
   std::optional<TransferProfile> partition;  // with a target

@@ -35,6 +35,8 @@ for needle in ("by op type:", "com.ferry.FusedMatMul", "top ", "covers mm, bias,
     check("profile text: %r" % needle, needle in out, out)
 rep = json.load(open(js)) if os.path.exists(js) else {"nodes": [], "by_type": []}
 check("json: schema", rep.get("schema") == "ferry.profile/1")
+check("json: memory figures", rep.get("weight_bytes") == 4 * (32 * 64 + 64 + 64 * 16) and rep.get("peak_rss_bytes", 0) > 0,
+      {k: rep.get(k) for k in ("weight_bytes", "peak_rss_bytes", "arena_bytes")})
 nodes = rep["nodes"]
 check("json: one row per prepared node (3: fused mm+bias+relu, mm2, softmax)", len(nodes) == 3, [n["node"] for n in nodes])
 check("json: shares add up to 1", abs(sum(n["share"] for n in nodes) - 1) < 1e-6, [n["share"] for n in nodes])
