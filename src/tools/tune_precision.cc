@@ -119,7 +119,11 @@ double error_of(const compare::TensorMap& golden, const compare::TensorMap& cand
 
 }  // namespace
 
-Result<TuneReport> tune_precision(const TuneOptions& o) {
+Result<TuneReport> tune_precision(const TuneOptions& options) {
+  // Shapes given for inputs are fixed at load (as run, compare and profile do): shape subgraphs fold and
+  // the fusions that need static shapes apply, so the search and its timings are of the graph that runs.
+  TuneOptions o = options;
+  for (const auto& [name, dims] : o.inputs.shapes) o.session.input_shapes.emplace(name, dims);
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
