@@ -97,7 +97,7 @@ CommandFn add_profile_command(CLI::App& app) {
   cmd->add_option("--link-gbps", a->link_gbps,
                   "with an emulated --target: the host<->device bandwidth (GB/s) that estimates the transfer time "
                   "(default 16, PCIe 4.0 x16 effective)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.001, 100000.0));
   cmd->add_option("--trace", a->trace, "write a Chrome trace (JSON) of every node of every run")->type_name("FILE.json");
   cmd->add_option("--csv", a->csv, "write one CSV row per node")->type_name("FILE");
   cmd->add_option("--json", a->json, "write the report as JSON (schema ferry.profile/1)")->type_name("FILE");
