@@ -292,6 +292,11 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
       speed = fmt::format(", {:.2f}x the fp32 baseline ({:.3f} ms){}", bm / b.stats.median_ms, bm,
                           target.emulated ? " (emulated: CPU timings, not the device's)" : "");
     }
+    const bool unstable = b.stats.cv > kUnstableCv;
+    bj["unstable"] = unstable;
+    if (unstable)  // the figures are not worth reading as they are: say so where the reader looks
+      speed += fmt::format("; UNSTABLE (CV {:.0f}%: other load on this machine; rerun `ferry bench --duration 10`)",
+                           100 * b.stats.cv);
     rep["bench"] = bj;
     stage("bench", "ok", fmt::format("median {:.3f} ms at batch {}{}", b.stats.median_ms, b.batch, speed), since(t), bench_cmd);
   }

@@ -161,7 +161,7 @@ std::string render_migrate_html(const json& r) {
   h += "<section id=\"stages\"><h2>Stages</h2><table><tr><th>stage</th><th>status</th><th>result</th><th>time</th></tr>";
   for (const json& s : r.value("stages", json::array()))
     h += "<tr><td>" + esc(str(s, "name")) + "</td><td>" + status_span(str(s, "status")) + "</td><td>" + esc(str(s, "summary")) +
-         "</td><td>" + fmt::format("{:.2f} s", dbl(s, "seconds", 0)) + "</td></tr>";
+         "</td><td style=\"white-space:nowrap\">" + fmt::format("{:.2f} s", dbl(s, "seconds", 0)) + "</td></tr>";
   h += "</table></section>";
 
   // Coverage.
