@@ -59,7 +59,7 @@ int run_compare_cmd(const CompareArgs& a) {
     target_part = "target " + t->name + (t->emulated ? " (EMULATED on this CPU), " : ", ");
   }
   o.candidate_label = fmt::format("{}{} backend, opt level {}, precision {}", target_part, a.session.backend,
-                                  a.session.opt_level, passes::describe(shown));
+                                  a.session.opt_level, passes::describe(shown, a.session.backend));
   o.candidate_dir = a.candidate_dir;
   o.golden = *golden;
   o.inputs = *inputs;

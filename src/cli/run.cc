@@ -92,7 +92,7 @@ int run_run(const RunArgs& a) {
   // A .ferry file was optimized when it was compiled; --opt-level does not apply to it.
   const format::CompileOptions* compiled = (*session)->compile_options();
   const std::string precision =
-      compiled ? compiled->precision : passes::describe((*session)->session(0).precision_report().mode);
+      compiled ? compiled->precision : passes::describe((*session)->session(0).precision_report().mode, a.session.backend);
   if (const std::string& t = (*session)->session(0).target_label(); !t.empty()) std::printf("target %s\n", t.c_str());
   std::printf("ran in %.3f s (%s backend, opt level %d%s%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "",

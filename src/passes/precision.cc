@@ -40,7 +40,7 @@ bool (*g_native_bf16_probe)() = nullptr;
 
 void set_native_bf16_probe(bool (*probe)()) { g_native_bf16_probe = probe; }
 
-std::string describe(PrecisionMode m) {
+std::string describe(PrecisionMode m, const std::string& backend) {
   switch (m) {
     case PrecisionMode::kFp32: return "fp32";
     case PrecisionMode::kFp16:
@@ -48,6 +48,8 @@ std::string describe(PrecisionMode m) {
       return to_string(m) + " (emulated: tensors rounded to fp16, arithmetic in fp32)";
     case PrecisionMode::kBf16:
     case PrecisionMode::kMixedBf16:
+      if (backend != "cpu")
+        return to_string(m) + " (EMULATED on the " + backend + " backend: tensors rounded to bf16, arithmetic in fp32)";
       if (!g_native_bf16_probe)
         return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where the CPU has avx512_bf16)";
       if (g_native_bf16_probe())

@@ -53,7 +53,9 @@ struct PrecisionReport {
 Result<PrecisionMode> parse_precision(const std::string& s);  // "fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16"
 std::string to_string(PrecisionMode m);
 // "fp16 (emulated: fp16 storage, fp32 compute)", "bf16 (native on avx512_bf16 ...)", "fp32".
-std::string describe(PrecisionMode m);
+// `backend`: the one that runs the model ("cpu" native bf16 where the CPU has it; any other backend
+// computes bf16 nodes in fp32 on the rounded values, so its bf16 is EMULATED).
+std::string describe(PrecisionMode m, const std::string& backend = "cpu");
 // What describe() says of bf16 depends on the machine: the cpu backend registers its probe
 // (backends::cpu::native_bf16_available) so reports say "native" or "EMULATED" for this CPU.
 void set_native_bf16_probe(bool (*probe)());

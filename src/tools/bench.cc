@@ -297,7 +297,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   r.model = o.model;
   r.backend = o.backend;
   r.opt_level = o.opt_level;
-  r.precision = passes::describe(o.precision.mode);
+  r.precision = passes::describe(o.precision.mode, o.backend);
   r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.warmup = o.warmup;
   r.measure = o.measure;
@@ -363,7 +363,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     }
     {
       runtime::Session& first = runner ? runner->session(0) : *own_session;
-      r.precision = passes::describe(first.precision_report().mode);  // the target's default may apply
+      r.precision = passes::describe(first.precision_report().mode, o.backend);  // the target's default may apply
       r.target = first.target_label();
     }
     BatchResult br;

@@ -97,7 +97,7 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   ProfileReport r;
   r.model = o.model;
   r.backend = o.session.backend;
-  r.precision = passes::describe(s.precision_report().mode);
+  r.precision = passes::describe(s.precision_report().mode, o.session.backend);
   r.runs = o.runs;
   std::map<const ir::Node*, size_t> index;
   for (size_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i].get()] = i;

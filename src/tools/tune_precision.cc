@@ -132,7 +132,7 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
     return Status::invalid("tune-precision searches fp16 or bf16 (--precision fp16|bf16), not " + passes::to_string(mode));
   TuneReport rep;
   rep.model = o.model;
-  rep.precision = passes::describe(mode);
+  rep.precision = passes::describe(mode, o.session.backend);
   rep.goal = o.goal.text();
 
   // Inputs and the golden (reference backend, fp32, every ONNX-named intermediate).

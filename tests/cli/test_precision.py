@@ -71,6 +71,8 @@ os.environ["FERRY_CPU_BF16"] = "0"
 rc, out0, err, ybf0 = run("--precision", "bf16", tag="bf16_emulated")
 del os.environ["FERRY_CPU_BF16"]
 check("FERRY_CPU_BF16=0: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0, (out0, err))
+rc, outr, err, _ = run("--precision", "bf16", "--backend", "reference", tag="bf16_reference")
+check("bf16 on the reference backend says EMULATED", rc == 0 and "EMULATED on the reference backend" in outr, (outr, err))
 if ybf is not None and ybf0 is not None:
     step = np.abs(ybf0) * 2 ** -7 + 1e-6
     check("native and emulated bf16 agree within one bf16 step", np.all(np.abs(ybf - ybf0) <= step),
