@@ -146,11 +146,7 @@ Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> 
   if (!opts.target.empty()) {
     auto t = targets::load_target(opts.target);
     if (!t.ok()) return t.status();
-    std::optional<targets::Target> host;
-    if (!t->host.empty()) {
-      auto h = targets::load_target(t->host);
-      if (h.ok()) host = std::move(h).value();
-    }
+    FERRY_ASSIGN_OR_RETURN(std::optional<targets::Target> host, targets::load_host_target(*t));
     if (!opts.precision_given) {
       auto m = passes::parse_precision(t->default_precision);
       if (!m.ok()) return m.status().with_context("target " + t->name);

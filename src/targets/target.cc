@@ -307,6 +307,13 @@ Result<Target> parse_with_depth(const std::string& text, const std::string& labe
 
 Result<Target> parse_target(const std::string& text, const std::string& label) { return parse_with_depth(text, label, 0); }
 
+Result<std::optional<Target>> load_host_target(const Target& t) {
+  if (t.host.empty()) return std::optional<Target>();
+  auto h = load_target(t.host);
+  if (!h.ok()) return Status(h.status()).with_context("loading host target of " + t.name);
+  return std::optional<Target>(std::move(h).value());
+}
+
 Result<Target> load_target(const std::string& name_or_path) {
   if (const char* text = builtin_target_text(name_or_path)) return parse_target(text, "builtin:" + name_or_path);
   std::error_code ec;

@@ -58,6 +58,8 @@ struct Target {
 
 // A built-in name ("ascend310p") or a path to a JSON profile. Errors name the file and the line/key.
 Result<Target> load_target(const std::string& name_or_path);
+// The fallback target `t.host` names, loaded; nullopt when t has none. Errors say whose host it is.
+Result<std::optional<Target>> load_host_target(const Target& t);
 // Parses profile text; `label` names it in errors. `base` profiles resolve through load_target.
 Result<Target> parse_target(const std::string& text, const std::string& label);
 std::vector<std::string> builtin_target_names();

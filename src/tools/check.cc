@@ -23,13 +23,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
   return out;
 }
 
-std::string bytes_text(int64_t b) {
-  if (b < 0) return "unknown (dynamic shapes)";
-  if (b < 1024) return std::to_string(b) + " B";
-  if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
-}
-
 // What the target needs for an input with dynamic dims.
 std::string mode_advice(const targets::Target& t, const ir::Value* v) {
   const Shape& s = *v->shape;
@@ -48,14 +41,16 @@ std::string mode_advice(const targets::Target& t, const ir::Value* v) {
 
 }  // namespace
 
+std::string bytes_text(int64_t b) {
+  if (b < 0) return "unknown (dynamic shapes)";
+  if (b < 1024) return std::to_string(b) + " B";
+  if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
+}
+
 Result<CheckReport> check_model(const std::string& path, const CheckOptions& opts) {
   FERRY_ASSIGN_OR_RETURN(targets::Target target, targets::load_target(opts.target));
-  std::optional<targets::Target> host;
-  if (!target.host.empty()) {
-    auto h = targets::load_target(target.host);
-    if (!h.ok()) return Status(h.status()).with_context("loading host target of " + target.name);
-    host = *h;
-  }
+  FERRY_ASSIGN_OR_RETURN(std::optional<targets::Target> host, targets::load_host_target(target));
   frontend::ImportOptions imp;
   imp.check_ops = false;  // checking a model ferry cannot run is part of the point
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, open_model(path, imp));

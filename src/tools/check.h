@@ -53,6 +53,9 @@ std::string format_check(const CheckReport& r);
 nlohmann::json check_to_json(const CheckReport& r);
 std::string check_to_csv(const CheckReport& r);
 
+// Bytes crossing per inference for people: "64 B", "1.5 KiB", "2.00 MiB", or "unknown (dynamic shapes)" for -1.
+std::string bytes_text(int64_t b);
+
 // Whether `fail_on` ("unsupported" | "fallback") is met.
 bool check_fails(const CheckReport& r, const std::string& fail_on);
 

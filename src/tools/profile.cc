@@ -29,20 +29,12 @@ double bytes_of(const RtValue& v) {
 
 namespace {
 
-// A byte count for people ("1.5 MiB"), "unknown" for -1.
-std::string show_bytes(int64_t b) {
-  if (b < 0) return "unknown";
-  if (b < 1024) return fmt::format("{} B", b);
-  if (b < 1048576) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{:.2f} MiB", b / 1048576.0);
-}
-
 std::string describe_transfers(const TransferProfile& t) {
   std::string s = fmt::format("target {}{}: {} node(s) on the device ({:.3f} ms), {} on the host ({:.3f} ms); per inference "
                               "inputs {} to the device, outputs {} back, {} value(s) at fallback borders {}",
                               t.target, t.emulated ? " (EMULATED)" : "", t.device_nodes, t.device_ms, t.host_nodes,
-                              t.host_ms, show_bytes(t.input_bytes), show_bytes(t.output_bytes), t.borders,
-                              show_bytes(t.border_bytes));
+                              t.host_ms, bytes_text(t.input_bytes), bytes_text(t.output_bytes), t.borders,
+                              bytes_text(t.border_bytes));
   if (t.emulated)
     s += t.estimated_us >= 0
              ? fmt::format("; transfer time not measured (no device here), ~{:.3g} us at {:g} GB/s (--link-gbps)", t.estimated_us,

@@ -226,9 +226,13 @@ class ConvKernel : public Kernel {
     dnnl::memory::dims dil;
     for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
     const std::vector<int64_t> wd = weight_dims(w);
-    const dt in_type = bf16_ ? dt::bf16 : dt::f32;  // winograd_suits is false for bf16
-    md src_any(to_dims(xd), in_type, tag::any), w_any(to_dims(wd), in_type, tag::any);
-    md dst_any(to_dims(plan->out_dims), bf16_out_ ? dt::bf16 : dt::f32, tag::any);
+    md src_any, w_any, dst_any;
+    auto set_types = [&](dt in, dt out) {
+      src_any = md(to_dims(xd), in, tag::any);
+      w_any = md(to_dims(wd), in, tag::any);
+      dst_any = md(to_dims(plan->out_dims), out, tag::any);
+    };
+    set_types(bf16_ ? dt::bf16 : dt::f32, bf16_out_ ? dt::bf16 : dt::f32);  // winograd_suits is false for bf16
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;
     dnnl::post_ops po;
@@ -256,9 +260,7 @@ class ConvKernel : public Kernel {
           made = true;
         } catch (const dnnl::error&) {
           // No bf16 kernel for this shape / post-op chain: fp32 on the bf16-rounded values.
-          src_any = md(to_dims(xd), dt::f32, tag::any);
-          w_any = md(to_dims(wd), dt::f32, tag::any);
-          dst_any = md(to_dims(plan->out_dims), dt::f32, tag::any);
+          set_types(dt::f32, dt::f32);
         }
       }
       if (!made) make(dnnl::algorithm::convolution_direct);

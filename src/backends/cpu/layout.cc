@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -193,6 +194,10 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
 Result<Tensor> reorder_to(const Tensor& src, const dnnl::memory::desc& md) {
   const dnnl::memory::desc from = desc_of(src);
   if (from == md) return src;
+  return reorder_view(src, from, md);
+}
+
+Result<Tensor> reorder_view(const Tensor& src, const dnnl::memory::desc& from, const dnnl::memory::desc& md) {
   if (dnnl_dtype(src.dtype()) == dt::undef)
     return Status::unsupported("cannot reorder a " + std::string(dtype_name(src.dtype())) + " tensor");
   FERRY_ASSIGN_OR_RETURN(Tensor out, make_tensor(src.dtype(), src.dims(), md));
@@ -260,64 +265,52 @@ bool is_conv(const ir::Node& n) {
   return (n.domain.empty() && n.op_type == "Conv") || (n.domain == "com.ferry" && n.op_type == "FusedConv");
 }
 
-bool is_graph_output(const ir::Value& v) {
-  for (const ir::Value* o : v.graph->outputs)
-    if (o == &v) return true;
-  return false;
+struct Reader {
+  const ir::Node* node;
+  int input;
+};
+
+// The nodes of v's graph that read v, with the input position; nullopt when v also leaves the graph
+// (a graph output) or a subgraph reads it: then no kernel may hand it on in a layout of its own.
+std::optional<std::vector<Reader>> local_readers(const ir::Value& v) {
+  const ir::Graph* g = v.graph;
+  if (!g) return std::nullopt;
+  for (const ir::Value* o : g->outputs)
+    if (o == &v) return std::nullopt;
+  std::vector<Reader> readers;
+  for (const auto& n : g->nodes) {
+    for (const ir::Graph* sg : n->subgraphs())
+      if (reads_value(*sg, &v)) return std::nullopt;
+    for (int i = 0; i < n->num_inputs(); ++i)
+      if (n->inputs[i] == &v) readers.push_back({n.get(), i});
+  }
+  return readers;
 }
 
 }  // namespace
 
 bool only_rounded_to_bf16(const ir::Value& v) {
-  const ir::Graph* g = v.graph;
-  if (!g || is_graph_output(v)) return false;
-  int readers = 0;
-  bool rounding = false;
-  for (const auto& n : g->nodes) {
-    for (const ir::Graph* sg : n->subgraphs())
-      if (reads_value(*sg, &v)) return false;
-    for (const ir::Value* in : n->inputs) {
-      if (in != &v) continue;
-      ++readers;
-      rounding = n->domain == "com.ferry" && n->op_type == "RoundFloat" && n->attr_int("to", 0) == 16;
-    }
-  }
-  return readers == 1 && rounding;
+  const auto readers = local_readers(v);
+  if (!readers || readers->size() != 1) return false;
+  const ir::Node& n = *readers->front().node;
+  return n.domain == "com.ferry" && n.op_type == "RoundFloat" && n.attr_int("to", 0) == 16;
 }
 
 bool readers_take_bf16_storage(const ir::Value& v) {
-  const ir::Graph* g = v.graph;
-  if (!g || is_graph_output(v)) return false;
-  bool any = false;
-  for (const auto& n : g->nodes) {
-    for (const ir::Graph* sg : n->subgraphs())
-      if (reads_value(*sg, &v)) return false;
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      if (n->inputs[i] != &v) continue;
-      // X or the residual Z of a cpu conv: it reorders them into the layout and type its primitive reads.
-      if (!is_conv(*n) || (i != 0 && i != 3) || !consumer_takes_layouts(*n)) return false;
-      any = true;
-    }
-  }
-  return any;
+  const auto readers = local_readers(v);
+  if (!readers || readers->empty()) return false;
+  for (const Reader& r : *readers)
+    // X or the residual Z of a cpu conv: it reorders them into the layout and type its primitive reads.
+    if (!is_conv(*r.node) || (r.input != 0 && r.input != 3) || !consumer_takes_layouts(*r.node)) return false;
+  return true;
 }
 
 bool may_produce_blocked(const ir::Value& v) {
-  const ir::Graph* g = v.graph;
-  if (!g) return false;
-  for (const ir::Value* o : g->outputs)
-    if (o == &v) return false;
-  bool any = false;
-  for (const auto& n : g->nodes) {
-    for (const ir::Graph* sg : n->subgraphs())
-      if (reads_value(*sg, &v)) return false;
-    bool reads = false;
-    for (const ir::Value* in : n->inputs) reads = reads || in == &v;
-    if (!reads) continue;
-    if (!consumer_takes_layouts(*n)) return false;
-    any = true;
-  }
-  return any;
+  const auto readers = local_readers(v);
+  if (!readers || readers->empty()) return false;
+  for (const Reader& r : *readers)
+    if (!consumer_takes_layouts(*r.node)) return false;
+  return true;
 }
 
 }  // namespace ferry::backends::cpu

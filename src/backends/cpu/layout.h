@@ -87,6 +87,9 @@ Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_block
 // `src` converted to layout `md` (same logical dims) with a cached oneDNN reorder; `src` itself
 // when it already has that layout.
 Result<Tensor> reorder_to(const Tensor& src, const dnnl::memory::desc& md);
+// The same with `src`'s bytes seen through `from` (e.g. a strided, transposed view of plain bytes),
+// always a new tensor.
+Result<Tensor> reorder_view(const Tensor& src, const dnnl::memory::desc& from, const dnnl::memory::desc& md);
 // Reorders between two memories with a primitive cached by (src desc, dst desc).
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 

@@ -221,8 +221,8 @@ class MatMulKernel : public Kernel {
     }
     // bf16 plans: the operands converted into the dense bf16 copies the primitive reads.
     Tensor a_in = *a, b_in = *b;
-    if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, convert(*a, p->src_md, p->src_in)); }
-    if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, convert(*b, p->wei_md, p->wei_in)); }
+    if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
+    if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, reorder_view(*b, p->wei_md, p->wei_in)); }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, as_memory(a_in, p->src_in)},
@@ -261,27 +261,11 @@ class MatMulKernel : public Kernel {
     return out;
   }
 
-  // `t`'s bytes, seen as `from`, copied into a new tensor laid out as `to` (dense bf16).
-  static Result<Tensor> convert(const Tensor& t, const md& from, const md& to) {
-    FERRY_ASSIGN_OR_RETURN(Tensor out, make_tensor(DType::kFloat32, t.dims(), to));
-    try {
-      reorder(as_memory(t, from), as_memory(out, to));
-    } catch (const dnnl::error& e) {
-      return Status::internal(std::string("oneDNN reorder to bf16 failed: ") + e.what());
-    }
-    return out;
-  }
-
-  static md dense_bf16(const md& view) {
-    const auto d = view.dims();
-    return md(d, dt::bf16, to_dims(dense_strides(std::vector<int64_t>(d.begin(), d.end()))));
-  }
-
   // The primitive for this post-op chain, bf16 first when the node asks for it; false when oneDNN has none.
   bool try_create(MatMulPlan& p, const md& bias_src1) {
     if (bf16_) {
-      p.src_in = dense_bf16(p.src_md);
-      p.wei_in = dense_bf16(p.wei_md);
+      p.src_in = plain_desc(DType::kBFloat16, dims_of(p.src_md));
+      p.wei_in = plain_desc(DType::kBFloat16, dims_of(p.wei_md));
       if (try_create_with(p, bias_src1, dt::bf16)) return true;
     }
     p.src_in = p.src_md;
@@ -415,7 +399,7 @@ class MatMulKernel : public Kernel {
           FERRY_ASSIGN_OR_RETURN(plain_b, const_b->plain());
           const_b = &plain_b;
         }
-        FERRY_ASSIGN_OR_RETURN(plan->packed_b, make_tensor(DType::kFloat32, dst_dims_for_weights(*plan), plan->pd.weights_desc()));
+        FERRY_ASSIGN_OR_RETURN(plan->packed_b, make_tensor(DType::kFloat32, dims_of(plan->wei_md), plan->pd.weights_desc()));
         reorder(as_memory(*const_b, plan->wei_md), as_memory(plan->packed_b, plan->pd.weights_desc()));
       }
     }
@@ -423,8 +407,8 @@ class MatMulKernel : public Kernel {
     return plans_.back().get();
   }
 
-  static std::vector<int64_t> dst_dims_for_weights(const MatMulPlan& p) {
-    const auto d = p.wei_md.dims();
+  static std::vector<int64_t> dims_of(const md& m) {
+    const auto d = m.dims();
     return std::vector<int64_t>(d.begin(), d.end());
   }
 

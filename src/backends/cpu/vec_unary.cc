@@ -49,7 +49,7 @@ class VecUnaryKernel : public Kernel {
         op_(op),
         layouts_(layouts),
         blocked_out_(blocked_out),
-        bf16_readers_(layouts && blocked_out && readers_take_bf16_storage(*node.outputs[0])) {}
+        bf16_readers_(op == VecUnary::kRoundBf16 && blocked_out && readers_take_bf16_storage(*node.outputs[0])) {}
   std::string name() const override { return "cpu:vec:" + vec_math_target(); }
   // RoundFloat maps 0 to 0, so it may run on a blocked tensor's padded storage as it is: a rounded
   // conv -> conv chain keeps oneDNN's layout.
