@@ -39,4 +39,14 @@ if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
   echo "setup: installing PyPI packages into $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check onnx onnxruntime numpy
 fi
+# Intel MKL (PyPI mkl-devel: headers, libraries, GNU-OpenMP threading layer) for the cpu backend's
+# fp32 GEMMs with constant weights, where its packed sgemm beats oneDNN 2.6's matmul by 8-30% on
+# transformer shapes (bench/README.md). Pinned: ferry adopts MKL-packed weights and unpacks them, so
+# a new packed format should come with a rerun of the tests. The build works without it (no MKL path).
+mkl_version=2026.2.1
+if [ ! -f "$venv/include/mkl_cblas.h" ] || [ ! -f "$venv/lib/libmkl_core.so.3" ] ||
+   ! "$venv/bin/pip" show mkl-devel 2>/dev/null | grep -x "Version: $mkl_version" >/dev/null; then
+  echo "setup: installing mkl-devel $mkl_version into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "mkl-devel==$mkl_version" "mkl-include==$mkl_version" "mkl==$mkl_version"
+fi
 echo "setup: ok"

@@ -30,6 +30,10 @@
 
 namespace ferry::runtime {
 
+// Hands freed heap memory back to the system (malloc_trim), which the session's keep-freed malloc
+// policy otherwise holds; nothing with FERRY_KEEP_MALLOC_DEFAULTS set or outside glibc.
+void release_freed_memory();
+
 // Values visible while a graph runs: its own, then the enclosing scopes'.
 struct Scope {
   std::unordered_map<const ir::Value*, RtValue> values;
@@ -71,9 +75,9 @@ class Executor {
   // initializers are non-plain; read them through Tensor::plain().
   Status prepare(const ir::Graph& g);
   // Runs `g` with `scope` holding its inputs; graph outputs are left in `scope`. `hook` is called after
-  // each node of `g` (not of its subgraphs); while a hook is given the arena is not used, since a hook
-  // may keep the tensors it sees.
-  Status run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook);
+  // each node of `g` (not of its subgraphs); while a kKeep hook is given the arena is not used, since
+  // such a hook may keep the tensors it sees (session.h, HookMode).
+  Status run_graph(const ir::Graph& g, Scope& scope, const NodeHook* hook, HookMode mode = HookMode::kKeep);
   Result<const GraphPlan*> plan_for(const ir::Graph& g);
 
   // The main graph's plan (kernels, memory), null before prepare.

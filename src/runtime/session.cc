@@ -38,11 +38,7 @@ void keep_freed_memory_once() {
 // Loading frees far more than a run allocates (the parsed protobuf, unpacked weights, the optimizer's
 // copies): with trimming off (above) that memory would stay resident for the session's life — vit_b_16
 // at batch 8 held ~330 MB of it. Handing it back once after load keeps the run-time policy intact.
-void release_load_memory() {
-#ifdef __GLIBC__
-  if (!std::getenv("FERRY_KEEP_MALLOC_DEFAULTS")) malloc_trim(0);
-#endif
-}
+void release_load_memory() { release_freed_memory(); }
 
 std::string kind_name(const RtValue& v) {
   if (v.is_sequence()) return "a sequence";
@@ -219,7 +215,7 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
     if (scope.values.count(in) || in->is_constant()) continue;
     return Status::invalid("missing input '" + in->name + "' (" + in->type_string() + ")");
   }
-  FERRY_RETURN_IF_ERROR(executor_->run_graph(g, scope, hook_ ? &hook_ : nullptr));
+  FERRY_RETURN_IF_ERROR(executor_->run_graph(g, scope, hook_ ? &hook_ : nullptr, hook_mode_));
   std::vector<std::pair<std::string, RtValue>> out;
   for (const ir::Value* o : g.outputs) {
     const RtValue* v = scope.find(o);

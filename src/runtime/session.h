@@ -44,6 +44,10 @@ struct SessionOptions {
 // Called after each top-level node ran: the node, its inputs and its outputs.
 using NodeHook = std::function<void(const ir::Node& node, const std::vector<const RtValue*>& inputs,
                                     const std::vector<RtValue>& outputs)>;
+// kKeep: the hook may keep the tensors it sees, so they are never in the memory arena, and they are
+// handed over in plain layout. kObserve: the hook only looks while it is called (timing, byte counts),
+// so the run is the normal one: arena in use, tensors in whatever layout the kernels keep between them.
+enum class HookMode { kKeep, kObserve };
 
 struct InputInfo {
   std::string name;
@@ -75,9 +79,12 @@ class Session {
   // Tensor-only convenience.
   Result<std::vector<std::pair<std::string, Tensor>>> run_tensors(const std::map<std::string, Tensor>& inputs);
 
-  // Set before run(); a hook may keep the tensors it sees, so while one is set intermediates are not
-  // placed in the session's memory arena.
-  void set_node_hook(NodeHook hook) { hook_ = std::move(hook); }
+  // Set before run(). With kKeep (compare, dumps) intermediates are not placed in the session's memory
+  // arena while a hook is set; with kObserve (profile) the run is the one `bench` times.
+  void set_node_hook(NodeHook hook, HookMode mode = HookMode::kKeep) {
+    hook_ = std::move(hook);
+    hook_mode_ = mode;
+  }
 
   const SessionOptions& options() const { return opts_; }
   // What each optimization pass did at load (empty at opt_level 0).
@@ -98,6 +105,7 @@ class Session {
   passes::PrecisionReport precision_report_;
   std::string target_label_;
   NodeHook hook_;
+  HookMode hook_mode_ = HookMode::kKeep;
   std::mutex run_mutex_;
 };
 

@@ -4,9 +4,9 @@
 // and a Chrome trace (chrome://tracing, Perfetto) of every node of every run.
 //
 // Timing: a node hook notes the time after each node; a node's time is the gap since the previous one
-// (the hook's own work excluded). While a hook is set the executor keeps intermediates out of the
-// arena, so the total can differ from `ferry bench`'s latency by the allocations: use bench for the
-// latency, profile for the shares.
+// (the hook's own work excluded). The hook only observes (HookMode::kObserve): the arena stays in use
+// and blocked layouts stay blocked, so the run is the one `ferry bench` times. (A keeping hook made every
+// blocked tensor plain and back, which more than doubled efficientnet_b0's total.)
 //
 // With --target, each node is placed as `ferry check` places it (device, or host fallback) and the
 // report splits the time by side and lists the bytes that cross per inference (inputs to the device,

@@ -13,6 +13,11 @@
 // A node the precision pass marked bf16 (wants_native_bf16) runs the bf16 matmul: A and a non-constant
 // B are converted to dense bf16 each run (exact: the pass rounded them to bf16 values already), a
 // constant B is packed in bf16 once, accumulation, Bias, post-ops and the destination stay fp32.
+//
+// fp32 Linear layers with a constant B and K, N >= 512 run on MKL's packed sgemm where it is built in
+// (mkl_gemm.h): C = A * B on the pack, then Bias and the post-ops (the same oneDNN post-op chain) in
+// one in-place oneDNN binary (or eltwise) pass over C. The pack replaces oneDNN's packed copy.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -20,6 +25,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/post_ops.h"
 #include "ops/util/nn_common.h"
 
@@ -99,7 +105,19 @@ struct MatMulPlan {
   bool bias_materialized = false;
   bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
   int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
+  // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
+  // `epilogue_zero`) carrying the post-ops, the residual Z at post-op `epilogue_z_po`.
+  std::shared_ptr<MklPackedB> mkl_b;
+  int64_t mkl_rows = 0;
+  std::optional<dnnl::primitive> epilogue;
+  bool epilogue_bias = false;
+  int epilogue_z_po = -1;
+  std::string epilogue_impl;
+  Tensor epilogue_zero;  // the -0.0 row added when there is no Bias
 };
+
+// Below these K / N the oneDNN matmul measured as fast as MKL's packed sgemm (or faster).
+constexpr int64_t kMklMinK = 512, kMklMinN = 512, kMklMinRows = 16;
 
 class MatMulKernel : public Kernel {
  public:
@@ -153,17 +171,21 @@ class MatMulKernel : public Kernel {
     return Status();
   }
 
-  std::string name() const override { return impl_.empty() ? "cpu:matmul:reference" : "cpu:onednn:matmul:" + impl_; }
+  std::string name() const override { return impl_.empty() ? "cpu:matmul:reference" : "cpu:" + impl_; }
   // Only for B: this kernel's adopted packed weights (adopt_constant). No producer hands it a blocked
   // activation (MatMul is not declared layout-aware); run() makes any other non-plain input plain.
   bool accepts_layouts() const override { return true; }
 
   // With static shapes B was packed once at init: the packed copy becomes the initializer.
   Tensor adopt_constant(int input) override {
-    if (input != 1 || plans_.size() != 1 || plans_[0]->reference || !plans_[0]->packed_b.defined() ||
-        !const_b_.is_plain())
-      return Tensor();
+    if (input != 1 || plans_.size() != 1 || plans_[0]->reference || !const_b_.is_plain()) return Tensor();
     MatMulPlan& p = *plans_[0];
+    if (p.mkl_b) {
+      Tensor adopted = adopt_mkl_packed(const_b_, p.mkl_b);
+      if (adopted.defined()) const_b_ = adopted;
+      return adopted;
+    }
+    if (!p.packed_b.defined()) return Tensor();
     Tensor adopted = adopt_packed(const_b_, p.packed_b, p.pd.weights_desc(), p.wei_md);
     if (adopted.defined()) const_b_ = adopted;
     return adopted;
@@ -219,6 +241,7 @@ class MatMulKernel : public Kernel {
         return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
                                z->describe());
     }
+    if (p->mkl_b) return run_mkl(ctx, *p, *a, bias_t, z);
     // bf16 plans: the operands converted into the dense bf16 copies the primitive reads.
     Tensor a_in = *a, b_in = *b;
     if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
@@ -259,6 +282,80 @@ class MatMulKernel : public Kernel {
       }
     }
     return out;
+  }
+
+  Status run_mkl(ops::KernelContext& ctx, MatMulPlan& p, const Tensor& a, const Tensor& bias, const Tensor* z) {
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p.out_dims));
+    p.mkl_b->multiply(a.data<float>(), p.mkl_rows, y->data<float>());
+    if (!p.epilogue) return Status();
+    dnnl::memory dst = as_memory(*y, p.dst_md);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, dst}};
+    args.emplace(DNNL_ARG_SRC_0, dst);
+    args.emplace(DNNL_ARG_SRC_1, p.epilogue_bias ? as_memory(bias, p.bias_md) : as_memory(p.epilogue_zero));
+    if (p.epilogue_z_po >= 0)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.epilogue_z_po) | DNNL_ARG_SRC_1, as_memory(*z, p.z_md));
+    p.epilogue->execute(stream(), args);
+    stream().wait();
+    return Status();
+  }
+
+  // The MKL path for a plan oneDNN can run: B constant and 2-D, A rows dense, fp32, no alpha, a row
+  // Bias; false (the oneDNN path stays) when any of that fails or the epilogue has no oneDNN kernel.
+  bool try_mkl(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
+    if (!mkl_enabled() || bf16_ || alpha_ != 1.f || p.bias_materialized || K < kMklMinK || N < kMklMinN ||
+        rows < kMklMinRows || const_b.rank() != 2)
+      return false;
+    if (!mkl_b_) {
+      mkl_b_ = mkl_pack_of(const_b);
+      if (!mkl_b_) {
+        Tensor plain_b = const_b;
+        if (!plain_b.is_plain()) {
+          auto pl = const_b.plain();
+          if (!pl.ok()) return false;
+          plain_b = std::move(pl).value();
+        }
+        auto packed = MklPackedB::pack(plain_b, trans_b_);
+        if (!packed.ok()) return false;
+        mkl_b_ = std::move(packed).value();
+      }
+    }
+    if (mkl_b_->k() != K || mkl_b_->n() != N) return false;
+    try {
+      dnnl::post_ops po;
+      p.epilogue_z_po = -1;
+      for (const PostOp& op : ops_) {
+        if (op.kind == "sum") {
+          p.epilogue_z_po = po.len();
+          po.append_binary(dnnl::algorithm::binary_add, p.z_md);
+          continue;
+        }
+        if (!append_post_ops({op}, po).ok()) return false;
+      }
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      p.epilogue_bias = bias_input_ >= 0;
+      if (!p.epilogue_bias && ops_.empty()) {
+        p.epilogue.reset();
+      } else {
+        // One binary add (oneDNN's eltwise with post-ops is its slow reference kernel): the Bias, or
+        // without one a row of -0.0, which adds exactly (x + -0 is x, signed zeros and NaN included).
+        md row = p.epilogue_bias ? p.bias_md : md({1, N}, dt::f32, tag::ab);
+        if (!p.epilogue_bias) {
+          p.epilogue_zero = Tensor(DType::kFloat32, {1, N});
+          std::fill_n(p.epilogue_zero.data<float>(), N, -0.f);
+        }
+        dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, p.dst_md, row, p.dst_md), attr,
+                                        engine());
+        p.epilogue = dnnl::binary(pd);
+        p.epilogue_impl = pd.impl_info_str();
+      }
+    } catch (const dnnl::error&) {
+      p.epilogue.reset();
+      return false;
+    }
+    p.mkl_b = mkl_b_;
+    p.mkl_rows = rows;
+    return true;
   }
 
   // The primitive for this post-op chain, bf16 first when the node asks for it; false when oneDNN has none.
@@ -389,10 +486,15 @@ class MatMulKernel : public Kernel {
       ok = try_create(*plan, plan->bias_md);
       if (ok && const_bias_.defined()) { FERRY_ASSIGN_OR_RETURN(plan->full_bias, broadcast_to(const_bias_, plan->out_dims)); }
     }
+    int64_t rows = M;
+    for (int64_t d : batch) rows *= d;
     if (!ok) {
       plan->reference = true;
+    } else if (const_b && (fold || batch.empty()) && !ta && try_mkl(*plan, *const_b, rows, K, N)) {
+      impl_ = "mkl:sgemm_packed";
+      if (plan->epilogue) impl_ += "+onednn:" + plan->epilogue_impl;
     } else {
-      impl_ = plan->pd.impl_info_str();
+      impl_ = std::string("onednn:matmul:") + plan->pd.impl_info_str();
       if (const_b) {
         Tensor plain_b;  // adopted B (packed for other shapes) unpacked once for this plan
         if (!const_b->is_plain()) {
@@ -420,6 +522,7 @@ class MatMulKernel : public Kernel {
   std::vector<PostOp> ops_;
   const ops::OpSchema* reference_ = nullptr;
   Tensor const_b_, const_bias_;
+  std::shared_ptr<MklPackedB> mkl_b_;  // constant B packed for MKL once, shared by every plan
   std::vector<std::unique_ptr<MatMulPlan>> plans_;
   std::string impl_;
 };
