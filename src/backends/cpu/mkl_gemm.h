@@ -8,8 +8,8 @@
 // every M bit-identically; only its speed depends on the M given at packing), so every batch size shares it. The buffer is mmap'd: MKL asks for about
 // twice the plain bytes but writes only what it uses, and untouched pages are never resident.
 // A packed B can be adopted as the weight's initializer (MklPackedLayout): to_plain rebuilds the
-// original bytes exactly by multiplying identity rows by the pack (1 * b + 0 * others, exact for
-// finite b; packing is refused for weights holding inf or NaN, where 0 * inf would not be).
+// original values exactly by multiplying identity rows by the pack (1 * b + 0 * others, exact for
+// finite b, except that -0.0 comes back as +0.0; packing is refused for weights holding inf or NaN, where 0 * inf would not be).
 #pragma once
 #include <cstdint>
 #include <memory>

