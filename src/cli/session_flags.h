@@ -27,7 +27,7 @@ inline const char* kPrecisionHelp =
     "(allow_mix_precision: allow-list ops in fp16, deny-list ops in fp32, the rest follow their inputs), "
     "'mixed-bf16' (allow_mix_precision_bf16); default fp32, or the --target's default. fp16 is EMULATED on this CPU: tensors are rounded to fp16 "
     "(overflow to inf included) while the arithmetic is fp32; bf16 Conv/MatMul run natively in bf16 where "
-    "the CPU has avx512_bf16";
+    "that is faster than fp32 on this CPU (AMX, or avx512_bf16 at full rate; `ferry doctor` says which)";
 
 // --precision, --keep-fp32, --keep-io-types, --mixlist (also used alone by `ferry compile`).
 inline void add_precision_flags(CLI::App* cmd, SessionFlags& f) {

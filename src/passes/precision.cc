@@ -35,10 +35,10 @@ std::string to_string(PrecisionMode m) {
 }
 
 namespace {
-bool (*g_native_bf16_probe)() = nullptr;
+bool (*g_native_bf16_probe)(std::string* why) = nullptr;
 }  // namespace
 
-void set_native_bf16_probe(bool (*probe)()) { g_native_bf16_probe = probe; }
+void set_native_bf16_probe(bool (*probe)(std::string* why)) { g_native_bf16_probe = probe; }
 
 std::string describe(PrecisionMode m, const std::string& backend) {
   switch (m) {
@@ -51,12 +51,13 @@ std::string describe(PrecisionMode m, const std::string& backend) {
       if (backend != "cpu")
         return to_string(m) + " (EMULATED on the " + backend + " backend: tensors rounded to bf16, arithmetic in fp32)";
       if (!g_native_bf16_probe)
-        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where the CPU has avx512_bf16)";
-      if (g_native_bf16_probe())
-        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul native bf16 on the cpu backend: this CPU has "
-                              "avx512_bf16)";
-      return to_string(m) + " (EMULATED: tensors rounded to bf16, arithmetic in fp32; this CPU has no avx512_bf16 "
-                            "or FERRY_CPU_BF16=0)";
+        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where that is faster on this CPU)";
+      {
+        std::string why;
+        if (g_native_bf16_probe(&why))
+          return to_string(m) + " (tensors rounded to bf16; Conv/MatMul native bf16 on the cpu backend: " + why + ")";
+        return to_string(m) + " (EMULATED: tensors rounded to bf16, arithmetic in fp32; " + why + ")";
+      }
   }
   return "?";
 }

@@ -58,7 +58,7 @@ std::string to_string(PrecisionMode m);
 std::string describe(PrecisionMode m, const std::string& backend = "cpu");
 // What describe() says of bf16 depends on the machine: the cpu backend registers its probe
 // (backends::cpu::native_bf16_available) so reports say "native" or "EMULATED" for this CPU.
-void set_native_bf16_probe(bool (*probe)());
+void set_native_bf16_probe(bool (*probe)(std::string* why));
 // The ATC --precision_mode value a mode corresponds to.
 std::string atc_equivalent(PrecisionMode m);
 bool is_low(PrecisionMode m);

@@ -15,6 +15,7 @@
 #include <dnnl.hpp>
 #include <fmt/format.h>
 
+#include "backends/cpu/isa_probe.h"
 #include "backends/cpu/vec_math.h"
 #include "tools/bench.h"
 
@@ -134,6 +135,14 @@ DoctorReport run_doctor() {
                      (std::getenv("DNNL_MAX_CPU_ISA") ? " (DNNL_MAX_CPU_ISA is set: unset it)" : ": a oneDNN older than the CPU?")
                : "");
   add("kernels", "vectorized kernels (Highway)", backends::cpu::vec_math_target());
+  {
+    const backends::cpu::Bf16Choice& b = backends::cpu::bf16_choice();
+    add("kernels", "bf16 Conv/MatMul", std::string(b.native ? "native" : "emulated") + " (" + b.why + ")");
+    const int n = std::max(1, omp_get_max_threads());
+    const double peak = backends::cpu::measure_fp32_peak_gflops(n);
+    if (peak > 0)
+      add("kernels", "fp32 FMA peak (measured)", fmt::format("{:.0f} GFLOP/s on {} thread(s)", peak, n));
+  }
 
   // Threads.
   const int omp = omp_get_max_threads();

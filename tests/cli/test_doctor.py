@@ -33,6 +33,13 @@ for name in ("avx2", "avx512f", "avx512_bf16", "f16c"):
 check("doctor: this CPU has avx512_bf16 and doctor reports it", "avx512_bf16" in flags and f["avx512_bf16"]["value"] == "yes")
 check("doctor: oneDNN's dispatch ISA named", "dispatching to avx512_core" in f.get("oneDNN", {}).get("value", ""), f.get("oneDNN"))
 check("doctor: no ISA mismatch hint here", f.get("oneDNN", {}).get("ok") is True, f.get("oneDNN"))
+# The bf16 choice: native or emulated, with a reason (AMX, a measured rate, or the override).
+b = f.get("bf16 Conv/MatMul", {}).get("value", "")
+check("doctor: the bf16 choice is named with its reason",
+      (b.startswith("native (") or b.startswith("emulated (")) and ("AMX" in b or "FMA flop rate" in b), b)
+env0 = dict(os.environ, FERRY_CPU_BF16="0")
+out0 = subprocess.run([u.FERRY, "doctor"], capture_output=True, text=True, env=env0).stdout
+check("doctor: FERRY_CPU_BF16=0 reported as emulated", "emulated (FERRY_CPU_BF16=0)" in out0, out0)
 py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv", "bin", "python")
 ver = subprocess.run([py, "-c", "import onnxruntime; print(onnxruntime.__version__)"], capture_output=True, text=True).stdout.strip()
 check("doctor: the venv's onnxruntime version", ver and f.get("onnxruntime (golden reference)", {}).get("value", "").startswith(ver),

@@ -61,22 +61,30 @@ if ybf is not None:
     bits = ybf.view(np.uint32) & 0xFFFF
     check("bf16 output values are bf16 values", not bits.any())
     check("bf16 close to fp32", np.max(np.abs(ybf - y32)) <= 0.05 * np.max(np.abs(y32)), np.max(np.abs(ybf - y32)))
-# The label says what this CPU does: native bf16 where `ferry doctor` finds avx512_bf16, EMULATED otherwise
-# and with FERRY_CPU_BF16=0, which computes the same numbers in fp32 on the rounded values.
+# The label says what this CPU does, as `ferry doctor` reports the choice: native bf16 with AMX or a
+# full-rate avx512_bf16, EMULATED otherwise and with FERRY_CPU_BF16=0 (the same numbers computed in fp32
+# on the rounded values). FERRY_CPU_BF16=1 forces native wherever the ISA has bf16.
 _, doc, _ = u.ferry("doctor")
 has_bf16 = re.search(r"avx512_bf16\s+yes", doc) is not None
-check("bf16 run: labelled native or EMULATED as this CPU is",
-      ("native bf16 on the cpu backend" in out) == has_bf16 and ("EMULATED" in out) != has_bf16, out)
+native_here = re.search(r"bf16 Conv/MatMul\s+native", doc) is not None
+check("bf16 run: labelled native or EMULATED as doctor's choice says",
+      ("native bf16 on the cpu backend" in out) == native_here and ("EMULATED" in out) != native_here, (out, doc))
 os.environ["FERRY_CPU_BF16"] = "0"
 rc, out0, err, ybf0 = run("--precision", "bf16", tag="bf16_emulated")
+check("FERRY_CPU_BF16=0: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0 and "FERRY_CPU_BF16=0" in out0, (out0, err))
+ybf1 = None
+if has_bf16:
+    os.environ["FERRY_CPU_BF16"] = "1"
+    rc, out1, err, ybf1 = run("--precision", "bf16", tag="bf16_native")
+    check("FERRY_CPU_BF16=1: bf16 run says native", rc == 0 and "native bf16 on the cpu backend: FERRY_CPU_BF16=1" in out1,
+          (out1, err))
 del os.environ["FERRY_CPU_BF16"]
-check("FERRY_CPU_BF16=0: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0, (out0, err))
 rc, outr, err, _ = run("--precision", "bf16", "--backend", "reference", tag="bf16_reference")
 check("bf16 on the reference backend says EMULATED", rc == 0 and "EMULATED on the reference backend" in outr, (outr, err))
-if ybf is not None and ybf0 is not None:
+if ybf1 is not None and ybf0 is not None:
     step = np.abs(ybf0) * 2 ** -7 + 1e-6
-    check("native and emulated bf16 agree within one bf16 step", np.all(np.abs(ybf - ybf0) <= step),
-          float(np.max(np.abs(ybf - ybf0))))
+    check("native and emulated bf16 agree within one bf16 step", np.all(np.abs(ybf1 - ybf0) <= step),
+          float(np.max(np.abs(ybf1 - ybf0))))
 
 # --- keep lists and keep-io-types ---------------------------------------------------------------------
 keep = os.path.join(tmp, "keep.txt")

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backends/cpu/isa_probe.h"
 #include "passes/precision.h"
 
 namespace ferry::backends::cpu {
@@ -78,20 +79,15 @@ dnnl::stream& stream() {
   return s;
 }
 
-bool native_bf16_available() {
-  static const bool on = [] {
-    const char* e = std::getenv("FERRY_CPU_BF16");
-    if (e && std::string(e) == "0") return false;
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    return (isa & bf16) == bf16;  // the ISA values are feature masks: AMX includes avx512_core_bf16
-  }();
-  return on;
-}
+bool native_bf16_available() { return bf16_choice().native; }
 
 namespace {
-// Reports (passes::describe) say whether bf16 is native on this machine.
-const bool kProbeRegistered = (passes::set_native_bf16_probe(&native_bf16_available), true);
+// Reports (passes::describe) say whether bf16 is native on this machine, and why.
+bool native_bf16_probe(std::string* why) {
+  if (why) *why = bf16_choice().why;
+  return bf16_choice().native;
+}
+const bool kProbeRegistered = (passes::set_native_bf16_probe(&native_bf16_probe), true);
 }  // namespace
 
 bool wants_native_bf16(const ir::Node& node) {

@@ -30,9 +30,9 @@ struct KernelEntry {
 using KernelTable = std::vector<KernelEntry>;
 
 // Whether a node the precision pass marked `ferry_precision="bfloat16"` (Conv, MatMul, Gemm and their
-// fused forms) runs natively in bf16: the CPU has avx512_bf16 (oneDNN's avx512_core_bf16 ISA or above),
-// and FERRY_CPU_BF16=0 does not turn it off. Otherwise such nodes compute in fp32 on the bf16-rounded
-// values (same rounding, slower); the accumulation is fp32 either way.
+// fused forms) runs natively in bf16: bf16_choice() (isa_probe.h: AMX, or avx512_bf16 whose dot
+// products measured at least the fp32 FMA rate; FERRY_CPU_BF16=0/1 override). Otherwise such nodes
+// compute in fp32 on the bf16-rounded values (same rounding); the accumulation is fp32 either way.
 bool native_bf16_available();
 // native_bf16_available() and the node asks for it.
 bool wants_native_bf16(const ir::Node& node);

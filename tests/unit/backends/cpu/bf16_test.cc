@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "backends/cpu/isa_probe.h"
 #include "backends/cpu/cpu_backend.h"
 #include "ir/graph.h"
 #include "ops/op.h"
@@ -104,7 +105,8 @@ TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
 }
 
 TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
-  if (!native_bf16_available()) GTEST_SKIP() << "this CPU has no avx512_bf16 (or FERRY_CPU_BF16=0)";
+  if (!native_bf16_available())
+    GTEST_SKIP() << "native bf16 is not chosen here: " << bf16_choice().why << " (ctest sets FERRY_CPU_BF16=1)";
   auto cpu = open("cpu");
   ASSERT_TRUE(cpu);
   const auto* plan = cpu->executor().main_plan();
@@ -120,6 +122,20 @@ TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
   }
   EXPECT_GE(marked, 4);  // two convs, two matmuls, the gemm
   EXPECT_EQ(bf16, marked);
+}
+
+// The choice is explained, and the probe behind it measures something plausible: a positive, finite rate
+// ratio within what any x86 core could show (bf16 dot products at 1/8x to 8x the fp32 FMA flop rate).
+TEST(CpuBf16, ChoiceHasAReasonAndTheProbeMeasures) {
+  const Bf16Choice& c = bf16_choice();
+  EXPECT_FALSE(c.why.empty());
+  // Supported but not chosen: the override is named (=0 set, or the hint that =1 forces native).
+  if (c.supported && !c.native) EXPECT_NE(c.why.find("FERRY_CPU_BF16"), std::string::npos) << c.why;
+  if (!c.supported) GTEST_SKIP() << c.why;
+  const double r = measure_bf16_dot_vs_fma();
+  EXPECT_TRUE(std::isfinite(r)) << r;
+  EXPECT_GT(r, 0.125);
+  EXPECT_LT(r, 8.0);
 }
 
 }  // namespace

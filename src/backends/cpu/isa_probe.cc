@@ -1,0 +1,147 @@
+#include "backends/cpu/isa_probe.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <dnnl.hpp>
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+constexpr int kIters = 4096;  // x 12 independent chains: ~50k instructions, tens of microseconds
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// 12 independent accumulator chains hide the latency of either instruction on any core with two FMA
+// ports; the sums feed the return value so nothing is optimised away. Each chain starts from its own
+// value: identical chains would be folded into one by the compiler.
+#define FERRY_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+__attribute__((target("avx512f"), noinline)) double fma_seconds(float* sink, int iters = kIters) {
+  const __m512 b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-6f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps(1e-3f * (i));
+  FERRY_CHAINS(DECL)
+#undef DECL
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int it = 0; it < iters; ++it) {
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+    FERRY_CHAINS(STEP)
+#undef STEP
+  }
+  const double s = seconds_since(t0);
+  __m512 sum = _mm512_setzero_ps();
+#define ADD(i) sum = _mm512_add_ps(sum, a##i);
+  FERRY_CHAINS(ADD)
+#undef ADD
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  for (float v : lanes) *sink += v;
+  return s;
+}
+
+__attribute__((target("avx512f,avx512bf16"), noinline)) double dot_seconds(float* sink) {
+  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3a83);  // 1, 1e-3
+#define DECL(i) __m512 a##i = _mm512_set1_ps(float(i));  // distinct, or the compiler merges the chains
+  FERRY_CHAINS(DECL)
+#undef DECL
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int it = 0; it < kIters; ++it) {
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, b, c);
+    FERRY_CHAINS(STEP)
+#undef STEP
+  }
+  const double s = seconds_since(t0);
+  __m512 sum = _mm512_setzero_ps();
+#define ADD(i) sum = _mm512_add_ps(sum, a##i);
+  FERRY_CHAINS(ADD)
+#undef ADD
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  for (float v : lanes) *sink += v;
+  return s;
+}
+#undef FERRY_CHAINS
+
+bool isa_has(dnnl::cpu_isa want) {
+  // The ISA values are feature masks: avx512_core_amx includes avx512_core_bf16.
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto w = static_cast<unsigned>(want);
+  return (isa & w) == w;
+}
+
+Bf16Choice choose() {
+  Bf16Choice c;
+  c.supported = isa_has(dnnl::cpu_isa::avx512_core_bf16);
+  const char* env = std::getenv("FERRY_CPU_BF16");
+  const std::string force = env ? env : "";
+  if (!c.supported) {
+    c.why = "this CPU has no avx512_bf16";
+    return c;
+  }
+  if (force == "0") {
+    c.why = "FERRY_CPU_BF16=0";
+    return c;
+  }
+  if (force == "1") {
+    c.native = true;
+    c.why = "FERRY_CPU_BF16=1";
+    return c;
+  }
+  if (isa_has(dnnl::cpu_isa::avx512_core_amx)) {
+    c.native = true;
+    c.why = "this CPU has AMX";
+    return c;
+  }
+  c.dot_vs_fma = measure_bf16_dot_vs_fma();
+  c.native = c.dot_vs_fma >= 1.0;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.1fx", c.dot_vs_fma);
+  c.why = c.native ? std::string("avx512_bf16 dot products measured ") + rate + " the fp32 FMA flop rate"
+                   : std::string("avx512_bf16 dot products measured ") + rate +
+                         " the fp32 FMA flop rate here and there is no AMX, so fp32 arithmetic is faster; "
+                         "FERRY_CPU_BF16=1 forces native";
+  return c;
+}
+
+}  // namespace
+
+double measure_bf16_dot_vs_fma() {
+  float sink = 0;
+  double fma = 1e30, dot = 1e30;
+  for (int round = 0; round < 7; ++round) {  // interleaved, best of each: a descheduled round is dropped
+    fma = std::min(fma, fma_seconds(&sink));
+    dot = std::min(dot, dot_seconds(&sink));
+  }
+  if (sink == 12345.0f) fma += 1e-12;  // keeps `sink` observable
+  // Flops: an FMA lane does 2, a dot-product lane 4 (two bf16 pairs), over 16 lanes each.
+  return (4.0 / dot) / (2.0 / fma);
+}
+
+double measure_fp32_peak_gflops(int threads) {
+  if (!isa_has(dnnl::cpu_isa::avx512_core)) return 0;
+  constexpr int kPeakIters = 1 << 18;  // ~0.5 ms a round at 2 FMAs a cycle
+  double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    float sink = 0;
+    double best = 1e30;
+    for (int round = 0; round < 40; ++round) best = std::min(best, fma_seconds(&sink, kPeakIters));
+    total += (kPeakIters * 12.0 * 16 * 2) / best * 1e-9 + (sink == 12345.0f ? 1e-12 : 0);
+  }
+  return total;
+}
+
+const Bf16Choice& bf16_choice() {
+  static const Bf16Choice c = choose();
+  return c;
+}
+
+}  // namespace ferry::backends::cpu
