@@ -31,6 +31,7 @@ struct BenchArgs {
   std::string json;
   std::vector<std::string> peers;
   std::string peer_model;
+  int rounds = tools::BenchOptions::kDefaultRounds;
   std::vector<std::string> inputs;
   std::string inputs_path;
   std::vector<std::string> shapes;
@@ -50,6 +51,7 @@ int run_bench_command(const BenchArgs& a) {
   o.precision_given = !a.session.precision.empty();
   o.peers = a.peers;
   o.peer_model = a.peer_model;
+  o.rounds = a.rounds;
   o.inputs.seed = a.seed;
   o.inputs.dist = a.normal ? tools::RandomDist::kNormal : tools::RandomDist::kUniform;
   o.inputs.inputs_path = a.inputs_path;
@@ -127,6 +129,11 @@ CommandFn add_bench_command(CLI::App& app) {
                   "venv's python, and print ferry/peer ratios (repeatable)")
       ->check(CLI::IsMember({"onnxruntime", "openvino"}))
       ->type_name("onnxruntime|openvino");
+  cmd->add_option("--rounds", args->rounds,
+                  "with --peer: split each batch's measurement into R rounds alternating ferry and the peers, "
+                  "so a machine whose speed drifts affects both sides alike (default 3; 1: ferry, then each peer)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("R");
   cmd->add_option("--peer-model", args->peer_model, "the .onnx file the peers run (needed for a .ferry MODEL)")
       ->type_name("FILE.onnx");
   cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")

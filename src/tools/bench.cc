@@ -89,6 +89,29 @@ Status run_loop(runtime::Session& session, const std::map<std::string, RtValue>&
   return Status();
 }
 
+// Adds one round of a peer's figures for the batch being measured: the first round of a batch opens its
+// result (load time, first run from there), later ones add their latencies and time; the caller
+// recomputes the statistics once the batch's rounds are done.
+void add_peer_round(PeerResult& into, PeerResult&& round, bool first_round) {
+  BatchResult& b = round.results.front();
+  if (into.name.empty()) {
+    into.name = round.name;
+    into.version = round.version;
+    into.model = round.model;
+    into.settings = round.settings;
+  }
+  if (first_round) {
+    into.results.push_back(std::move(b));
+    return;
+  }
+  BatchResult& acc = into.results.back();
+  acc.latencies_ms.insert(acc.latencies_ms.end(), b.latencies_ms.begin(), b.latencies_ms.end());
+  acc.stats.total_s += b.stats.total_s;
+  acc.warmup_iterations += b.warmup_iterations;
+  acc.warmup_s += b.warmup_s;
+  acc.peak_rss_bytes = std::max(acc.peak_rss_bytes, b.peak_rss_bytes);
+}
+
 }  // namespace
 
 bool LoopPolicy::done(int64_t iterations, double elapsed_s) const {
@@ -110,6 +133,26 @@ LoopPolicy measure_policy(std::optional<int64_t> iterations, std::optional<doubl
   p.min_seconds = duration_s ? *duration_s : 0;
   if (iterations && !duration_s) p.max_iterations = *iterations;
   return p;
+}
+
+int effective_rounds(const LoopPolicy& p, int rounds) {
+  rounds = std::max(1, rounds);
+  if (p.max_iterations > 0) rounds = static_cast<int>(std::min<int64_t>(rounds, p.max_iterations));
+  return rounds;
+}
+
+LoopPolicy round_policy(const LoopPolicy& p, int rounds, int i) {
+  rounds = std::max(1, rounds);
+  auto share = [&](int64_t n) -> int64_t {
+    if (n <= 0) return n;
+    return std::max<int64_t>(1, n / rounds + (i < n % rounds ? 1 : 0));
+  };
+  LoopPolicy r;
+  r.min_iterations = share(p.min_iterations);
+  r.max_iterations = share(p.max_iterations);
+  r.min_seconds = p.min_seconds / rounds;
+  r.max_seconds = p.max_seconds / rounds;
+  return r;
 }
 
 nlohmann::json policy_to_json(const LoopPolicy& p) {
@@ -318,6 +361,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     FERRY_ASSIGN_OR_RETURN(tmp.path, make_temp_dir());
   }
   std::vector<PeerJob::Batch> peer_batches;
+  std::vector<PeerResult> peer_results(o.peers.size());
   std::vector<std::string> ferry_outputs;  // .npz of ferry's outputs per batch, for the agreement check
 
   std::vector<std::optional<int64_t>> batches;
@@ -407,20 +451,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     br.warmup_iterations = static_cast<int64_t>(warm.size());
     br.first_run_ms = warm.empty() ? 0 : warm.front();
 
-    say(label + ": measuring ...");
-    auto last_say = Clock::now();
-    auto tick = [&](int64_t n, double elapsed) {
-      if (seconds_since(last_say) < 5) return;
-      last_say = Clock::now();
-      say(fmt::format("{}: {} iterations in {:.1f} s, last {:.2f} ms", label, n, elapsed, br.latencies_ms.back()));
-    };
-    st = run_loop(*session, feeds, o.measure, br.latencies_ms, br.stats.total_s, tick);
-    if (!st.ok()) return st.with_context(o.model);
-    br.stats = compute_stats(br.latencies_ms, batch, br.stats.total_s);
-    br.peak_rss_bytes = peak_rss_bytes();
-    br.peak_rss_scope = scoped && reset_ok ? "batch" : "process";
     if (!tmp.path.empty()) {
-      // One more, untimed run whose outputs the peers' are compared with.
+      // One untimed run whose outputs the peers' are compared with.
       auto outs = session->run(feeds);
       if (!outs.ok()) return outs.status().with_context(o.model);
       std::vector<std::pair<std::string, Tensor>> tensors;
@@ -430,25 +462,53 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       FERRY_RETURN_IF_ERROR(write_npz(npz, tensors));
       ferry_outputs.push_back(npz);
     }
+
+    const int rounds = o.peers.empty() ? 1 : effective_rounds(o.measure, o.rounds);
+    r.rounds = rounds;
+    auto last_say = Clock::now();
+    double measured_s = 0;
+    for (int round = 0; round < rounds; ++round) {
+      say(rounds == 1 ? label + ": measuring ..." : fmt::format("{}: measuring, round {} of {} ...", label, round + 1, rounds));
+      const size_t before = br.latencies_ms.size();
+      auto tick = [&](int64_t n, double elapsed) {
+        if (seconds_since(last_say) < 5) return;
+        last_say = Clock::now();
+        say(fmt::format("{}: {} iterations in {:.1f} s, last {:.2f} ms", label, static_cast<int64_t>(before) + n,
+                        measured_s + elapsed, br.latencies_ms.back()));
+      };
+      double round_s = 0;
+      st = run_loop(*session, feeds, round_policy(o.measure, rounds, round), br.latencies_ms, round_s, tick);
+      if (!st.ok()) return st.with_context(o.model);
+      measured_s += round_s;
+      for (size_t pi = 0; pi < o.peers.size(); ++pi) {
+        const std::string& name = o.peers[pi];
+        PeerJob job{name, peer_model, r.threads, o.warmup, round_policy(o.measure, rounds, round), {peer_batches.back()}};
+        job.batches[0].outputs = fmt::format(fmt::runtime(job.batches[0].outputs), name);
+        FERRY_ASSIGN_OR_RETURN(PeerResult pr, run_peer(job, o.progress));
+        if (pr.results.size() != 1) return Status::internal("the " + name + " peer returned no result for " + label);
+        add_peer_round(peer_results[pi], std::move(pr), round == 0);
+        if (round + 1 == rounds) {
+          auto theirs = read_npz(job.batches[0].outputs);
+          auto ours = read_npz(ferry_outputs.back());
+          if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
+          if (!ours.ok()) return ours.status();
+          FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(batch, *ours, *theirs));
+          peer_results[pi].agreement.push_back(std::move(ag));
+        }
+      }
+    }
+    br.stats = compute_stats(br.latencies_ms, batch, measured_s);
+    br.peak_rss_bytes = peak_rss_bytes();
+    br.peak_rss_scope = scoped && reset_ok ? "batch" : "process";
+    for (PeerResult& p : peer_results) {
+      BatchResult& pb = p.results.back();
+      pb.stats = compute_stats(pb.latencies_ms, pb.batch, pb.stats.total_s);
+    }
     say(fmt::format("{}: median {:.3f} ms over {} iterations", label, br.stats.median_ms, br.stats.iterations));
     r.results.push_back(std::move(br));
   }
 
-  for (const std::string& name : o.peers) {
-    PeerJob job{name, peer_model, r.threads, o.warmup, o.measure, peer_batches};
-    for (PeerJob::Batch& b : job.batches) b.outputs = fmt::format(fmt::runtime(b.outputs), name);
-    auto pr = run_peer(job, o.progress);
-    if (!pr.ok()) return pr.status();
-    for (size_t i = 0; i < job.batches.size() && i < ferry_outputs.size(); ++i) {
-      auto theirs = read_npz(job.batches[i].outputs);
-      auto ours = read_npz(ferry_outputs[i]);
-      if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
-      if (!ours.ok()) return ours.status();
-      FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(job.batches[i].batch, *ours, *theirs));
-      pr->agreement.push_back(std::move(ag));
-    }
-    r.peers.push_back(std::move(pr).value());
-  }
+  r.peers = std::move(peer_results);
   return r;
 }
 

@@ -119,6 +119,11 @@ struct BenchOptions {
   LoopPolicy measure = default_measure_policy();
   std::vector<std::string> peers;  // "onnxruntime", "openvino"
   std::string peer_model;          // the .onnx the peers run; default: `model`
+  // With peers, each batch's measurement is split into this many rounds that alternate ferry, peer,
+  // ferry, peer ...; the statistics pool the rounds. A shared machine's speed drifts over minutes, and
+  // measuring one side after the other put that drift into the ratio. Without peers: one round.
+  int rounds = kDefaultRounds;
+  static constexpr int kDefaultRounds = 3;
   // Progress lines ("batch 8: warming up ..."); may be empty.
   std::function<void(const std::string&)> progress;
 };
@@ -132,10 +137,17 @@ struct BenchReport {
   std::string target;              // the session's target label ("" none)
   int threads = 0;
   LoopPolicy warmup, measure;
+  int rounds = 1;  // measurement rounds per batch, alternating ferry and the peers
   std::vector<BatchResult> results;
   std::vector<PeerResult> peers;
   std::string date_utc;  // ISO 8601
 };
+
+// The measurement policy of round `i` of `rounds`: the iteration counts and times of `p` split so the
+// rounds together meet `p` (exactly N iterations stay exactly N in all, each round at least one).
+LoopPolicy round_policy(const LoopPolicy& p, int rounds, int i);
+// How many rounds `p` allows: no more than an exact iteration count, at least 1.
+int effective_rounds(const LoopPolicy& p, int rounds);
 
 // The input shapes for one batch size: dim 0 of every input of rank >= 1 becomes `batch` (an error names
 // the input when the model fixes dim 0 to another size); other dims come from --shape or the model and
@@ -145,7 +157,8 @@ Result<std::pair<std::map<std::string, std::vector<int64_t>>, int64_t>> resolve_
     const ir::Graph& graph, const std::map<std::string, std::vector<int64_t>>& user_shapes,
     std::optional<int64_t> batch);
 
-// Runs the whole benchmark: ferry for every batch, then each peer (child process) for every batch.
+// Runs the whole benchmark, batch by batch: ferry loads and warms up, then measures in rounds that
+// alternate with each peer (a child process per round, warming up each time) on the same inputs.
 Result<BenchReport> run_bench(const BenchOptions& opts);
 
 // The peak resident set (VmHWM) of this process in bytes, 0 when /proc cannot tell.

@@ -81,14 +81,16 @@ nlohmann::json batch_json(const BatchResult& b) {
 
 std::string format_bench_report(const BenchReport& r) {
   std::string out = fmt::format("ferry bench: {}\n", r.model);
-  out += fmt::format("ferry {} backend, opt-level {}, precision {}, {} thread(s); warmup {}, measure {}\n", r.backend,
-                     r.opt_level, r.precision, r.threads, describe(r.warmup), describe(r.measure));
+  out += fmt::format("ferry {} backend, opt-level {}, precision {}, {} thread(s); warmup {}, measure {}{}\n", r.backend,
+                     r.opt_level, r.precision, r.threads, describe(r.warmup), describe(r.measure),
+                     r.rounds > 1 ? fmt::format(" in {} rounds alternating with the peers", r.rounds) : "");
   if (!r.target.empty()) out += "target " + r.target + "\n";
   out += table(r.results);
   out += warnings("ferry", r.results);
   for (const PeerResult& p : r.peers) {
-    out += fmt::format("\n{} {} on {} ({}), run after ferry in its own child process with the same inputs:\n", p.name,
-                       p.version, p.model, p.settings);
+    out += fmt::format("\n{} {} on {} ({}), {} with the same inputs:\n", p.name, p.version, p.model, p.settings,
+                       r.rounds > 1 ? fmt::format("in a child process per round, alternating with ferry ({} rounds)", r.rounds)
+                                    : std::string("run after ferry in its own child process"));
     out += table(p.results);
     out += warnings(p.name, p.results);
     out += fmt::format("ferry/{} (latency below 1x and throughput above 1x: ferry is faster):\n", p.name);
@@ -124,7 +126,13 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["threads"] = r.threads;
   j["warmup_policy"] = policy_to_json(r.warmup);
   j["measure_policy"] = policy_to_json(r.measure);
-  j["order"] = "ferry runs every batch first; then each peer, in a child process, runs every batch";
+  j["rounds"] = r.rounds;
+  j["order"] = r.peers.empty() ? "ferry only"
+               : r.rounds > 1 ? fmt::format("per batch: ferry loads and warms up, then {} rounds of (ferry measures, "
+                                            "each peer in a fresh child process warms up and measures); the "
+                                            "statistics pool the rounds", r.rounds)
+                              : std::string("per batch: ferry loads, warms up and measures, then each peer in a "
+                                            "child process");
   j["unstable_cv"] = kUnstableCv;
   j["disagree_rel"] = kDisagreeRel;
   j["results"] = nlohmann::json::array();

@@ -158,10 +158,28 @@ if peers:
           [a["batch"] for a in ag] == [1, 2] and all(a["outputs_compared"] == 1 for a in ag), ag)
     check("bench --peer: ferry and onnxruntime agree", all(a["agrees"] and a["max_rel_diff"] < 1e-5 for a in ag), ag)
     check("bench --peer: no disagreement warning", "outputs differ" not in out, out)
+    # Rounds (default 3) alternate ferry and the peer; the 4 iterations per side are split 2+1+1.
+    check("bench --peer: 3 rounds recorded and described", j.get("rounds") == 3 and "3 rounds" in j.get("order", "")
+          and "in 3 rounds alternating with the peers" in out, (j.get("rounds"), j.get("order")))
+    check("bench --peer: the peer warmed up (--warmup 1) in each of the 3 rounds",
+          all(r["warmup_iterations"] == 3 for r in p["results"]),
+          [r["warmup_iterations"] for r in p["results"]])
     # A ratio line per batch in the text.
     lines = out.split("ferry/onnxruntime")[-1].splitlines()
     rows = [l for l in lines if re.match(r"^\s+\d+(\s+[\d.]+x){4}\s+[\d.e+-]+ \(", l)]
     check("bench --peer: a ratio row per batch", len(rows) == 2, out)
+
+# --rounds 1: ferry measures, then the peer; more rounds than iterations: one iteration per round.
+for rounds, want in (("1", 1), ("9", 2)):
+    js1 = os.path.join(tmp, "rounds%s.json" % rounds)
+    rc, out, err = u.ferry("bench", dyn, "--iterations", "2", "--warmup", "1", "--threads", "1", "--rounds", rounds,
+                           "--peer", "onnxruntime", "--json", js1, timeout=300)
+    j1 = json.load(open(js1)) if rc == 0 else {}
+    check("bench --rounds %s: %d round(s), 2 iterations each side" % (rounds, want),
+          rc == 0 and j1.get("rounds") == want and j1["results"][0]["iterations"] == 2
+          and j1["peers"][0]["results"][0]["iterations"] == 2, err + out)
+rc, out, err = u.ferry("bench", dyn, "--rounds", "0")
+check("bench --rounds 0: usage error (exit 2) naming the flag", rc == 2 and "--rounds" in err, (rc, err))
 
 # A model that computes something else for the peer (--peer-model): the outputs differ and bench says so.
 other = save(model([helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["y"])],

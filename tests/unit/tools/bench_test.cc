@@ -174,5 +174,37 @@ TEST(Bench, ParsePeerJson) {
     EXPECT_FALSE(parse_peer_json(bad).ok()) << bad;
 }
 
+// Rounds split a measurement policy so that together they meet it.
+TEST(Bench, RoundPoliciesSplitTheMeasurement) {
+  const LoopPolicy d = default_measure_policy();  // 10 iterations and 3 s, stops at 30 s
+  int64_t iters = 0;
+  double secs = 0, cap = 0;
+  for (int i = 0; i < 3; ++i) {
+    LoopPolicy r = round_policy(d, 3, i);
+    iters += r.min_iterations;
+    secs += r.min_seconds;
+    cap += r.max_seconds;
+    EXPECT_EQ(r.max_iterations, 0);
+  }
+  EXPECT_EQ(iters, 10);
+  EXPECT_DOUBLE_EQ(secs, 3.0);
+  EXPECT_DOUBLE_EQ(cap, 30.0);
+  EXPECT_EQ(round_policy(d, 3, 0).min_iterations, 4);  // the remainder goes to the first rounds
+
+  const LoopPolicy exact = measure_policy(int64_t{5}, std::nullopt);
+  EXPECT_EQ(effective_rounds(exact, 3), 3);
+  int64_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    LoopPolicy r = round_policy(exact, 3, i);
+    EXPECT_EQ(r.min_iterations, r.max_iterations);
+    total += r.max_iterations;
+  }
+  EXPECT_EQ(total, 5);
+  // Fewer iterations than rounds: one round per iteration; never fewer than one round.
+  EXPECT_EQ(effective_rounds(measure_policy(int64_t{2}, std::nullopt), 5), 2);
+  EXPECT_EQ(effective_rounds(d, 0), 1);
+  EXPECT_EQ(round_policy(measure_policy(int64_t{2}, std::nullopt), 2, 1).max_iterations, 1);
+}
+
 }  // namespace
 }  // namespace ferry::tools
