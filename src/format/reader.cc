@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/file_mapping.h"
 #include "format/ferry_file.h"
 #include "format/ferry_model_generated.h"
 
@@ -404,11 +405,14 @@ Result<FerryModel> parse(const uint8_t* data, uint64_t size, std::shared_ptr<voi
 
 // A read-only-to-the-file mapping: MAP_PRIVATE, so a kernel that writes into a weight (none should)
 // gets its own page instead of a crash or a change to the file.
+// Registered (core/file_mapping.h) so that the pages of a weight a kernel has prepacked can be dropped.
 struct Mapping {
   void* addr = MAP_FAILED;
   size_t size = 0;
   ~Mapping() {
-    if (addr != MAP_FAILED) ::munmap(addr, size);
+    if (addr == MAP_FAILED) return;
+    unregister_file_mapping(addr);
+    ::munmap(addr, size);
   }
 };
 
@@ -451,6 +455,7 @@ Result<FerryModel> read_model(const std::string& path, const ReadLimits& limits)
   int e = errno;
   ::close(fd);
   if (m->addr == MAP_FAILED) return Status::io("cannot map '" + path + "': " + std::strerror(e));
+  register_file_mapping(m->addr, m->size);
   auto r = parse(static_cast<const uint8_t*>(m->addr), m->size, m, path, limits);
   if (!r.ok()) return r.status().with_context(path);
   return r;

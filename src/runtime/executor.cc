@@ -8,6 +8,7 @@
 #include <new>
 #include <set>
 
+#include "core/file_mapping.h"
 #include "core/shape.h"
 
 namespace ferry::runtime {
@@ -169,7 +170,10 @@ Result<const GraphPlan*> Executor::plan_for(const ir::Graph& g) {
       Tensor adopted = plan->kernels[i]->adopt_constant(static_cast<int>(k));
       if (!adopted.defined()) continue;
       const int64_t freed = v->initializer.nbytes();
+      const Tensor original = v->initializer;
       const_cast<ir::Value*>(v)->initializer = std::move(adopted);
+      // From a mapped .ferry file: the pages the kernel read to pack it leave the resident set.
+      release_file_pages(original.raw(), static_cast<size_t>(freed));
       // A pack in memory of its own (MKL's is mmap'd) cannot reuse the plain weight's freed heap block,
       // which the keep-freed policy would hold until the end of the load: bert_like peaked 100 MB higher.
       if (freed >= kReleaseAfterAdoptBytes) release_freed_memory();
