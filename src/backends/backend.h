@@ -28,6 +28,13 @@ class Kernel {
     (void)output;
     return -1;
   }
+  // Whether output `output` may be a view of input 0's storage (the same bytes under other dims or
+  // layout, as Reshape's is). The memory planner then gives that output no arena slot of its own and
+  // keeps input 0's buffer until the view's last use, as for the aliasing ops.
+  virtual bool may_view_input(int output) const {
+    (void)output;
+    return false;
+  }
   // Called at prepare time for a constant input that this node alone reads. A kernel that keeps its
   // own prepacked copy of it may hand that copy back (with the initializer's dims and dtype, in a
   // layout whose to_plain() rebuilds the original) and drop its reference to the original, so the

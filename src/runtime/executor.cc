@@ -66,6 +66,9 @@ bool is_aliasing_op(const ir::Node& n) {
   return t == "Identity" || t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Flatten";
 }
 
+// An aliasing op, or a kernel that says its output 0 may view input 0 (Kernel::may_view_input).
+bool views_input(const ir::Node& n, const backends::Kernel& k) { return is_aliasing_op(n) || k.may_view_input(0); }
+
 // Bytes of a value whose dtype and shape are static, or 0 when not (or absurd).
 size_t static_bytes(const ir::Value& v) {
   if (v.kind != ir::ValueKind::kTensor || v.dtype == DType::kUndefined || !v.shape || !is_static(*v.shape)) return 0;
@@ -198,7 +201,7 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
   std::unordered_map<const ir::Value*, const ir::Value*> root_of;
   for (int i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
-    if (!is_aliasing_op(node) || !node.has_input(0) || !node.has_output(0)) continue;
+    if (!views_input(node, *plan.kernels[i]) || !node.has_input(0) || !node.has_output(0)) continue;
     const ir::Value* src = node.inputs[0];
     auto r = root_of.find(src);
     const ir::Value* root = r != root_of.end() ? r->second : src;
@@ -214,7 +217,7 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
     mem->slots[i].resize(node.outputs.size());
     mem->allowed[i].resize(node.outputs.size());
     // Nodes with subgraphs hand back what their bodies computed; views are planned through their root.
-    if (!node.subgraphs().empty() || is_aliasing_op(node)) continue;
+    if (!node.subgraphs().empty() || views_input(node, *plan.kernels[i])) continue;
     const backends::Kernel& kernel = *plan.kernels[i];
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const ir::Value* o = node.outputs[k];

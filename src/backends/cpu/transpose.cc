@@ -3,6 +3,12 @@
 // dims and the input's strides permuted, the destination dense. oneDNN's reorder kernels copy in
 // blocks and threads, where the reference kernel walks elements one by one (attention's head
 // split/merge transposes showed up in transformer profiles).
+//
+// NCHW <-> NHWC without a copy: the bytes of an NCHW tensor in oneDNN's channels-last layout (acdb) are
+// exactly the plain NHWC tensor, so perm (0,2,3,1) of such an input and perm (0,3,1,2) of a plain input
+// (when every reader takes layouts) return a view of the input under the other dims and layout.
+// ConvNeXt does both around every block (depthwise conv -> NHWC LayerNorm / MLP -> back): 44
+// Transposes and the convs' own conversions to and from plain NCHW went away.
 #include <memory>
 
 #include "backends/cpu/cpu_backend.h"
@@ -17,15 +23,55 @@ namespace {
 
 using md = dnnl::memory::desc;
 
+// The 4-D perms that can be views: to channels-last (0,2,3,1) and back (0,3,1,2).
+enum class View { kNone, kToChannelsLast, kFromChannelsLast };
+
+View view_kind(const ir::Node& node) {
+  const std::vector<int64_t> perm = node.attr_ints("perm");
+  if (!node.has_input(0) || !node.has_output(0)) return View::kNone;
+  if (perm == std::vector<int64_t>{0, 2, 3, 1} && may_produce_blocked(*node.inputs[0])) return View::kToChannelsLast;
+  if (perm == std::vector<int64_t>{0, 3, 1, 2} && may_produce_blocked(*node.outputs[0])) return View::kFromChannelsLast;
+  return View::kNone;
+}
+
+// oneDNN's channels-last descriptor of a 4-D fp32 tensor of logical dims `nchw`.
+md channels_last(const std::vector<int64_t>& nchw) {
+  return md(dnnl::memory::dims(nchw.begin(), nchw.end()), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
+}
+
 class TransposeKernel : public ShapePreparedKernel {
  public:
-  explicit TransposeKernel(const ir::Node& node) : ShapePreparedKernel(node) {}
+  explicit TransposeKernel(const ir::Node& node) : ShapePreparedKernel(node), view_kind_(view_kind(node)) {}
   std::string name() const override { return "cpu:onednn:transpose"; }
+  bool accepts_layouts() const override { return true; }
+  bool may_view_input(int output) const override { return output == 0 && view_kind_ != View::kNone; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0) return run_reference(ctx);
-    if (!ready_for(x->dims())) return run_reference(ctx);  // a bad perm: the reference reports it
+    if (view_kind_ != View::kNone && x->dtype() == DType::kFloat32 && x->rank() == 4) {
+      const std::vector<int64_t>& d = x->dims();
+      if (view_kind_ == View::kToChannelsLast && !x->is_plain() && desc_of(*x) == channels_last(d)) {
+        FERRY_ASSIGN_OR_RETURN(Tensor y, x->reshaped({d[0], d[2], d[3], d[1]}));
+        y.set_layout(nullptr);
+        ctx.set_output(0, std::move(y));
+        return Status();
+      }
+      if (view_kind_ == View::kFromChannelsLast && x->is_plain()) {
+        const std::vector<int64_t> nchw{d[0], d[3], d[1], d[2]};
+        FERRY_ASSIGN_OR_RETURN(Tensor y, x->reshaped(nchw));
+        y.set_layout(std::make_shared<DnnlLayout>(channels_last(nchw)));
+        ctx.set_output(0, std::move(y));
+        return Status();
+      }
+    }
+    // Any other layout (a conv's nChw16c, say) is made plain first.
+    Tensor plain_x;
+    if (!x->is_plain()) {
+      FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
+      x = &plain_x;
+    }
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0 || !ready_for(x->dims()))
+      return reference_on(ctx, *x);  // a bad perm: the reference reports it
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
     if (runs_) {
       strided_copy(view_, x->data<float>(), y->data<float>());
@@ -70,6 +116,17 @@ class TransposeKernel : public ShapePreparedKernel {
     return true;
   }
 
+  // The reference kernel on `x` (input 0 as it arrived, or its plain copy).
+  Status reference_on(ops::KernelContext& ctx, const Tensor& x) {
+    if (&x == &ctx.input(0)) return run_reference(ctx);
+    RtValue plain(x);
+    ops::KernelContext sub(node_, {&plain}, ctx.runner());
+    FERRY_RETURN_IF_ERROR(run_reference(sub));
+    ctx.outputs() = std::move(sub.outputs());
+    return Status();
+  }
+
+  View view_kind_;
   std::vector<int64_t> out_dims_;
   bool runs_ = false;  // the last axis stays innermost: memcpy runs instead of the reorder
   StridedView view_;
@@ -85,6 +142,9 @@ Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node) {
 
 }  // namespace
 
-void register_transpose(KernelTable& t) { t.push_back({"", "Transpose", float32_data_supports, create_transpose}); }
+void register_transpose(KernelTable& t) {
+  t.push_back({"", "Transpose", float32_data_supports, create_transpose});
+  declare_layout_aware("", "Transpose");
+}
 
 }  // namespace ferry::backends::cpu
