@@ -60,7 +60,7 @@ class BatchNormKernel : public Kernel {
       }
     }
     const md vec({c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc(), blocked_out_));
     if (x->numel() > 0) {
       SerialIfSmall serial(x->numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)},

@@ -89,7 +89,7 @@ class BinaryKernel : public Kernel {
         return Status::unsupported(op + ": oneDNN binary failed for " + a->describe() + ", " + b->describe() + ": " + e.what());
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0, blocked_out_));
     if (dst.numel() > 0) {
       SerialIfSmall serial(dst.numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC_0, as_memory(*full, src0)},

@@ -130,7 +130,7 @@ class ConvKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(wt, reorder_to(w->reshaped(weight_dims(*w)).value(), p->pd.weights_desc()));
     }
     const md dst_md = p->pd.dst_desc();
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, dst_md));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, dst_md, blocked_out_));
     dnnl::memory dst_mem = as_memory(dst, dst_md);
     if (sum_index(ops_) >= 0) {
       FERRY_ASSIGN_OR_RETURN(const Tensor* z, ops::nn::tensor_in(ctx, 3, "Z"));

@@ -124,7 +124,7 @@ class DeconvKernel : public Kernel {
     if (!wt.defined()) {
       FERRY_ASSIGN_OR_RETURN(wt, pack(*w, p->pd.weights_desc()));
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, p->pd.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, p->pd.dst_desc(), blocked_out_));
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, p->pd.src_desc())},
                                                {DNNL_ARG_WEIGHTS, as_memory(wt, p->pd.weights_desc())},
                                                {DNNL_ARG_DST, as_memory(dst, p->pd.dst_desc())}};

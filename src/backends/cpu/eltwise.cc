@@ -108,7 +108,7 @@ class EltwiseKernel : public Kernel {
         return Status::unsupported(node_.op_type + ": oneDNN eltwise failed for " + x->describe() + ": " + e.what());
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc(), blocked_out_));
     if (x->numel() > 0) {
       SerialIfSmall serial(x->numel() < kSmallElementwise);
       prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)}, {DNNL_ARG_DST, as_memory(dst, pd_.dst_desc())}});

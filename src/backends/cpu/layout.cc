@@ -164,10 +164,18 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 }
 
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
-                          const dnnl::memory::desc& md) {
-  if (!is_plain_desc(md) || md.data_type() != dnnl_dtype(t)) return make_tensor(t, dims, md);
+                          const dnnl::memory::desc& md, bool keep_blocked) {
+  if (md.data_type() != dnnl_dtype(t)) return make_tensor(t, dims, md);
+  if (is_plain_desc(md)) {
+    FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
+    return *out;
+  }
+  FERRY_ASSIGN_OR_RETURN(int64_t n, checked_numel(dims));
+  if (!keep_blocked || md.get_size() != static_cast<size_t>(n) * dtype_size(t)) return make_tensor(t, dims, md);
   FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
-  return *out;
+  Tensor blocked = *out;
+  blocked.set_layout(std::make_shared<DnnlLayout>(md));
+  return blocked;
 }
 
 Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked) {

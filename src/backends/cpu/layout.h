@@ -76,10 +76,13 @@ Result<Tensor> make_tensor(DType t, const std::vector<int64_t>& dims, const dnnl
 Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md);
 
 // Storage for output i of a kernel whose primitive writes layout `md`: when `md` is plain, the memory the
-// runtime planned for that output (ctx.allocate_output_uninit, which also sets the output); otherwise
-// make_tensor.
+// runtime planned for that output (ctx.allocate_output_uninit, which also sets the output). A blocked
+// `md` the kernel will hand on as it is (`keep_blocked`, as set_output's) and that takes exactly the
+// plain size (nhwc, nChw16c with whole blocks) gets the planned memory too, under its DnnlLayout, so it
+// stays in the arena; any other gets make_tensor (a blocked result set_output reorders must not sit in
+// the memory it is reordered into).
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
-                          const dnnl::memory::desc& md);
+                          const dnnl::memory::desc& md, bool keep_blocked = false);
 // Sets output i to `result`; a blocked result is reordered into the runtime's plain memory for the
 // output unless `keep_blocked` (every consumer is a layout-aware cpu kernel).
 Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked);

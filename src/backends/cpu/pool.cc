@@ -62,7 +62,7 @@ class PoolKernel : public Kernel {
       return Status::invalid(node_.op_type + ": X must have 1 to 3 spatial dims, got " + x->describe());
     const md src_md = desc_of(*x);
     FERRY_ASSIGN_OR_RETURN(PoolPlan * p, plan_for(x->dims(), src_md));
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, p->pd.dst_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, p->pd.dst_desc(), blocked_out_));
     if (x->numel() > 0) {
       SerialIfSmall serial(x->numel() < kSmallElementwise);
       p->prim.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src_md)}, {DNNL_ARG_DST, as_memory(dst, p->pd.dst_desc())}});

@@ -50,7 +50,14 @@ class TransposeKernel : public ShapePreparedKernel {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
     if (view_kind_ != View::kNone && x->dtype() == DType::kFloat32 && x->rank() == 4) {
       const std::vector<int64_t>& d = x->dims();
-      if (view_kind_ == View::kToChannelsLast && !x->is_plain() && desc_of(*x) == channels_last(d)) {
+      if (view_kind_ == View::kToChannelsLast && !x->is_plain()) {
+        // Another oneDNN layout (a conv's nChw16c): one reorder into channels-last, then the view.
+        const md cl = channels_last(d);
+        Tensor reordered;
+        if (!(desc_of(*x) == cl)) {
+          FERRY_ASSIGN_OR_RETURN(reordered, reorder_to(*x, cl));
+          x = &reordered;
+        }
         FERRY_ASSIGN_OR_RETURN(Tensor y, x->reshaped({d[0], d[2], d[3], d[1]}));
         y.set_layout(nullptr);
         ctx.set_output(0, std::move(y));
@@ -64,7 +71,7 @@ class TransposeKernel : public ShapePreparedKernel {
         return Status();
       }
     }
-    // Any other layout (a conv's nChw16c, say) is made plain first.
+    // Any other layout is made plain first.
     Tensor plain_x;
     if (!x->is_plain()) {
       FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());

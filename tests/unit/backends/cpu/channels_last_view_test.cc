@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "ops/op.h"
+#include "runtime/executor.h"
 #include "runtime/session.h"
 
 namespace ferry::backends::cpu {
@@ -78,6 +79,10 @@ TEST(CpuChannelsLastView, ConvNextBlockMatchesReferenceWithoutCopies) {
     EXPECT_LT(max_err, 1e-4 * std::max(1.0, max_abs)) << "run " << run;
     EXPECT_GT(max_abs, 0.5);
   }
+  // Every planned value used its arena slot, the channels-last ones (the conv's, the Mul's) included:
+  // a blocked result of plain size is written into the planned memory (layout.h, new_output).
+  EXPECT_TRUE(cpu->executor().plan_refined());
+  EXPECT_EQ(cpu->executor().dropped_values(), 0);
   ASSERT_EQ(same_bytes.size(), 2u);
   // The depthwise conv keeps channels-last (acdb) for its layout-aware reader, so to_nhwc is a view;
   // to_nchw views the Linear's plain NHWC result as channels-last NCHW for the Mul.
