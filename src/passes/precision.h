@@ -56,8 +56,8 @@ std::string to_string(PrecisionMode m);
 // `backend`: the one that runs the model ("cpu" native bf16 where the CPU has it; any other backend
 // computes bf16 nodes in fp32 on the rounded values, so its bf16 is EMULATED).
 std::string describe(PrecisionMode m, const std::string& backend = "cpu");
-// What describe() says of bf16 depends on the machine: the cpu backend registers its probe
-// (backends::cpu::native_bf16_available) so reports say "native" or "EMULATED" for this CPU.
+// What describe() says of bf16 depends on the machine: the cpu backend registers its probe (the choice
+// of backends/cpu/isa_probe.h, with its reason in `why`) so reports say "native" or "EMULATED" and why.
 void set_native_bf16_probe(bool (*probe)(std::string* why));
 // The ATC --precision_mode value a mode corresponds to.
 std::string atc_equivalent(PrecisionMode m);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 #include <set>
+#include <utility>
 
 #include "core/file_mapping.h"
 #include "core/shape.h"
@@ -30,7 +31,7 @@ const RtValue* Scope::find(const ir::Value* v) const {
 namespace {
 
 // A freed weight at least this big is handed back right after its adoption (see prepare).
-constexpr int64_t kReleaseAfterAdoptBytes = int64_t{4} << 20;
+constexpr size_t kReleaseAfterAdoptBytes = size_t{4} << 20;
 
 // Values of `owner` that `g` (a subgraph, at any depth) reads.
 void collect_outer_refs(const ir::Graph& g, const ir::Graph& owner, std::set<const ir::Value*>& out) {
@@ -172,11 +173,11 @@ Result<const GraphPlan*> Executor::plan_for(const ir::Graph& g) {
       if (!v || !v->is_constant() || v->graph != &g || !v->initializer.is_plain() || !uses.single_use(v)) continue;
       Tensor adopted = plan->kernels[i]->adopt_constant(static_cast<int>(k));
       if (!adopted.defined()) continue;
-      const int64_t freed = v->initializer.nbytes();
-      const Tensor original = v->initializer;
-      const_cast<ir::Value*>(v)->initializer = std::move(adopted);
+      Tensor original = std::exchange(const_cast<ir::Value*>(v)->initializer, std::move(adopted));
+      const size_t freed = original.nbytes();
       // From a mapped .ferry file: the pages the kernel read to pack it leave the resident set.
-      release_file_pages(original.raw(), static_cast<size_t>(freed));
+      release_file_pages(original.raw(), freed);
+      original = Tensor();  // a heap weight's last reference: freed before the trim below
       // A pack in memory of its own (MKL's is mmap'd) cannot reuse the plain weight's freed heap block,
       // which the keep-freed policy would hold until the end of the load: bert_like peaked 100 MB higher.
       if (freed >= kReleaseAfterAdoptBytes) release_freed_memory();

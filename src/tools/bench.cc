@@ -360,9 +360,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   if (!o.peers.empty()) {
     FERRY_ASSIGN_OR_RETURN(tmp.path, make_temp_dir());
   }
-  std::vector<PeerJob::Batch> peer_batches;
   std::vector<PeerResult> peer_results(o.peers.size());
-  std::vector<std::string> ferry_outputs;  // .npz of ferry's outputs per batch, for the agreement check
 
   std::vector<std::optional<int64_t>> batches;
   for (int64_t b : o.batches) batches.push_back(b);
@@ -430,12 +428,16 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       feeds.emplace(in.name, RtValue(in.tensor));
       arrays.emplace_back(in.name, in.tensor);
     }
+    // With peers: this batch's inputs for them, and where they and ferry put their outputs.
+    const size_t batch_index = r.results.size();
+    PeerJob::Batch peer_batch;
+    std::string ferry_npz;
     if (!tmp.path.empty()) {
       fs::path dir(tmp.path);
-      size_t i = peer_batches.size();
-      std::string npz = (dir / fmt::format("inputs_{}.npz", i)).string();
-      FERRY_RETURN_IF_ERROR(write_npz(npz, arrays));
-      peer_batches.push_back({batch, npz, (dir / fmt::format("{{}}_outputs_{}.npz", i)).string()});
+      peer_batch = {batch, (dir / fmt::format("inputs_{}.npz", batch_index)).string(),
+                    (dir / fmt::format("{{}}_outputs_{}.npz", batch_index)).string()};
+      ferry_npz = (dir / fmt::format("ferry_outputs_{}.npz", batch_index)).string();
+      FERRY_RETURN_IF_ERROR(write_npz(peer_batch.inputs, arrays));
     }
     runtime::Session* session = own_session.get();
     if (runner) {
@@ -458,9 +460,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       std::vector<std::pair<std::string, Tensor>> tensors;
       for (auto& [name, v] : *outs)
         if (v.is_tensor()) tensors.emplace_back(name, v.tensor);
-      std::string npz = (fs::path(tmp.path) / fmt::format("ferry_outputs_{}.npz", ferry_outputs.size())).string();
-      FERRY_RETURN_IF_ERROR(write_npz(npz, tensors));
-      ferry_outputs.push_back(npz);
+      FERRY_RETURN_IF_ERROR(write_npz(ferry_npz, tensors));
     }
 
     const int rounds = o.peers.empty() ? 1 : effective_rounds(o.measure, o.rounds);
@@ -482,14 +482,14 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       measured_s += round_s;
       for (size_t pi = 0; pi < o.peers.size(); ++pi) {
         const std::string& name = o.peers[pi];
-        PeerJob job{name, peer_model, r.threads, o.warmup, round_policy(o.measure, rounds, round), {peer_batches.back()}};
+        PeerJob job{name, peer_model, r.threads, o.warmup, round_policy(o.measure, rounds, round), {peer_batch}};
         job.batches[0].outputs = fmt::format(fmt::runtime(job.batches[0].outputs), name);
         FERRY_ASSIGN_OR_RETURN(PeerResult pr, run_peer(job, o.progress));
         if (pr.results.size() != 1) return Status::internal("the " + name + " peer returned no result for " + label);
         add_peer_round(peer_results[pi], std::move(pr), round == 0);
         if (round + 1 == rounds) {
           auto theirs = read_npz(job.batches[0].outputs);
-          auto ours = read_npz(ferry_outputs.back());
+          auto ours = read_npz(ferry_npz);
           if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
           if (!ours.ok()) return ours.status();
           FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(batch, *ours, *theirs));

@@ -104,10 +104,8 @@ Bf16Choice choose() {
   c.native = c.dot_vs_fma >= 1.0;
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1fx", c.dot_vs_fma);
-  c.why = c.native ? std::string("avx512_bf16 dot products measured ") + rate + " the fp32 FMA flop rate"
-                   : std::string("avx512_bf16 dot products measured ") + rate +
-                         " the fp32 FMA flop rate here and there is no AMX, so fp32 arithmetic is faster; "
-                         "FERRY_CPU_BF16=1 forces native";
+  c.why = std::string("avx512_bf16 dot products measured ") + rate + " the fp32 FMA flop rate";
+  if (!c.native) c.why += " here and there is no AMX, so fp32 arithmetic is faster; FERRY_CPU_BF16=1 forces native";
   return c;
 }
 

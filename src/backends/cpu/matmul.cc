@@ -16,7 +16,7 @@
 //
 // fp32 Linear layers with a constant B and K, N >= 512 run on MKL's packed sgemm where it is built in
 // (mkl_gemm.h): C = A * B on the pack, then Bias and the post-ops (the same oneDNN post-op chain) in
-// one in-place oneDNN binary (or eltwise) pass over C. The pack replaces oneDNN's packed copy.
+// one in-place oneDNN binary pass over C. The pack replaces oneDNN's packed copy.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -299,6 +299,22 @@ class MatMulKernel : public Kernel {
     return Status();
   }
 
+  // Appends this node's post-op chain to `po`: the residual ("sum") as a binary add of `z_md`, whose
+  // post-op index goes to `z_po` (-1 without one), the rest as post_ops.h makes them. False when oneDNN
+  // has no such post-op.
+  bool append_chain(dnnl::post_ops& po, const md& z_md, int& z_po) const {
+    z_po = -1;
+    for (const PostOp& op : ops_) {
+      if (op.kind == "sum") {
+        z_po = po.len();
+        po.append_binary(dnnl::algorithm::binary_add, z_md);
+        continue;
+      }
+      if (!append_post_ops({op}, po).ok()) return false;
+    }
+    return true;
+  }
+
   // The MKL path for a plan oneDNN can run: B constant and 2-D, A rows dense, fp32, no alpha, a row
   // Bias; false (the oneDNN path stays) when any of that fails or the epilogue has no oneDNN kernel.
   bool try_mkl(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
@@ -308,13 +324,9 @@ class MatMulKernel : public Kernel {
     if (!mkl_b_) {
       mkl_b_ = mkl_pack_of(const_b);
       if (!mkl_b_) {
-        Tensor plain_b = const_b;
-        if (!plain_b.is_plain()) {
-          auto pl = const_b.plain();
-          if (!pl.ok()) return false;
-          plain_b = std::move(pl).value();
-        }
-        auto packed = MklPackedB::pack(plain_b, trans_b_);
+        auto plain_b = const_b.plain();  // oneDNN's adopted pack for another shape: unpacked once
+        if (!plain_b.ok()) return false;
+        auto packed = MklPackedB::pack(*plain_b, trans_b_);
         if (!packed.ok()) return false;
         mkl_b_ = std::move(packed).value();
       }
@@ -322,15 +334,7 @@ class MatMulKernel : public Kernel {
     if (mkl_b_->k() != K || mkl_b_->n() != N) return false;
     try {
       dnnl::post_ops po;
-      p.epilogue_z_po = -1;
-      for (const PostOp& op : ops_) {
-        if (op.kind == "sum") {
-          p.epilogue_z_po = po.len();
-          po.append_binary(dnnl::algorithm::binary_add, p.z_md);
-          continue;
-        }
-        if (!append_post_ops({op}, po).ok()) return false;
-      }
+      if (!append_chain(po, p.z_md, p.epilogue_z_po)) return false;
       dnnl::primitive_attr attr;
       attr.set_post_ops(po);
       p.epilogue_bias = bias_input_ >= 0;
@@ -375,19 +379,12 @@ class MatMulKernel : public Kernel {
       dnnl::primitive_attr attr;
       if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
       dnnl::post_ops po;
-      p.bias_po = p.z_po = -1;
+      p.bias_po = -1;
       if (!bias_src1.is_zero()) {
         p.bias_po = po.len();
         po.append_binary(dnnl::algorithm::binary_add, bias_src1);
       }
-      for (const PostOp& op : ops_) {
-        if (op.kind == "sum") {
-          p.z_po = po.len();
-          po.append_binary(dnnl::algorithm::binary_add, p.z_md);
-          continue;
-        }
-        if (!append_post_ops({op}, po).ok()) return false;
-      }
+      if (!append_chain(po, p.z_md, p.z_po)) return false;
       attr.set_post_ops(po);
       const md wei_any(p.wei_md.dims(), in_type, tag::any);
       dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_md);

@@ -130,7 +130,9 @@ TEST(CpuBf16, ChoiceHasAReasonAndTheProbeMeasures) {
   const Bf16Choice& c = bf16_choice();
   EXPECT_FALSE(c.why.empty());
   // Supported but not chosen: the override is named (=0 set, or the hint that =1 forces native).
-  if (c.supported && !c.native) EXPECT_NE(c.why.find("FERRY_CPU_BF16"), std::string::npos) << c.why;
+  if (c.supported && !c.native) {
+    EXPECT_NE(c.why.find("FERRY_CPU_BF16"), std::string::npos) << c.why;
+  }
   if (!c.supported) GTEST_SKIP() << c.why;
   const double r = measure_bf16_dot_vs_fma();
   EXPECT_TRUE(std::isfinite(r)) << r;
