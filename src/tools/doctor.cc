@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/isa_probe.h"
+#include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "tools/bench.h"
 
@@ -138,6 +139,8 @@ DoctorReport run_doctor() {
   {
     const backends::cpu::Bf16Choice& b = backends::cpu::bf16_choice();
     add("kernels", "bf16 Conv/MatMul", std::string(b.native ? "native" : "emulated") + " (" + b.why + ")");
+    const backends::cpu::MklChoice& m = backends::cpu::mkl_choice();
+    add("kernels", "MKL sgemm (fp32 Linear)", std::string(m.used ? "used" : "not used") + " (" + m.why + ")");
     const int n = std::max(1, omp_get_max_threads());
     const double peak = backends::cpu::measure_fp32_peak_gflops(n);
     if (peak > 0)

@@ -1,8 +1,10 @@
 // fp32 GEMM with a constant B on Intel MKL's packed sgemm (cblas_sgemm_pack / cblas_sgemm_compute),
 // for the MatMul kernel's Linear layers: at the transformer shapes (K and N >= 512) it measured 8-30%
-// faster than oneDNN 2.6's matmul on this machine (bench/README.md), and those GEMMs are ~90% of a
-// ViT's or a BERT's time. Built only when CMake found MKL (FERRY_HAVE_MKL); FERRY_CPU_MKL=0 turns
-// the path off at run time (the kernels then use oneDNN as before).
+// faster than oneDNN 2.6's matmul on an Intel Xeon (bench/README.md), and those GEMMs are ~90% of a
+// ViT's or a BERT's time. On an AMD EPYC (Zen 5) the same MKL ran them 2.5x slower than oneDNN (bert_like
+// 170 against 71 ms, vit_b_16 252 against 102 ms: MKL takes generic code paths on non-Intel CPUs), so
+// the path is used on Intel CPUs only. Built only when CMake found MKL (FERRY_HAVE_MKL); FERRY_CPU_MKL=0
+// / =1 turn it off / on regardless of the vendor (the kernels then use oneDNN as before).
 //
 // The pack is MKL's own opaque format, made once; it does not depend on M (checked: one pack serves
 // every M bit-identically; only its speed depends on the M given at packing), so every batch size shares it. The buffer is mmap'd: MKL asks for about
@@ -21,8 +23,14 @@
 
 namespace ferry::backends::cpu {
 
-// Compiled with MKL and not turned off by FERRY_CPU_MKL=0.
-bool mkl_enabled();
+struct MklChoice {
+  bool built = false;  // compiled with MKL
+  bool used = false;   // the choice: Linear layers run on MKL's packed sgemm
+  std::string why;     // "Intel CPU: ...", "FERRY_CPU_MKL=0", ...
+};
+// Computed once per process: built, and an Intel CPU or FERRY_CPU_MKL=1, and not FERRY_CPU_MKL=0.
+const MklChoice& mkl_choice();
+bool mkl_enabled();  // mkl_choice().used
 
 class MklPackedB {
  public:

@@ -2,9 +2,10 @@
 // and unpacks exactly, Linear layers with K, N >= 512 pick it (and every post-op, Bias or none, the
 // residual and Gemm's transB / beta match the reference backend), an adopted pack serves a second
 // batch size and unpacks bit for bit, and weights with inf fall back to oneDNN. Skipped where ferry
-// was built without MKL (or FERRY_CPU_MKL=0).
+// was built without MKL (or run with FERRY_CPU_MKL=0).
 #include "unit/backends/cpu/conv_test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -14,8 +15,12 @@
 namespace ferry::backends::cpu::testing {
 namespace {
 
+// ferry leaves MKL unused on non-Intel CPUs (slower there), but the path must be right wherever it can
+// be forced: FERRY_CPU_MKL=1 unless the caller set it, before main() and so before the choice is made.
+const bool kMklForced = setenv("FERRY_CPU_MKL", "1", /*overwrite=*/0) == 0;
+
 #define SKIP_WITHOUT_MKL() \
-  if (!mkl_enabled()) GTEST_SKIP() << "ferry was built without MKL, or FERRY_CPU_MKL=0"
+  if (!kMklForced || !mkl_enabled()) GTEST_SKIP() << "ferry was built without MKL, or FERRY_CPU_MKL=0"
 
 // Equal values (a -0.0 weight unpacks as +0.0: 1 * -0 + 0 * others is +0; products are unaffected).
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
