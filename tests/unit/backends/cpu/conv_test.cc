@@ -231,6 +231,63 @@ TEST(CpuConvChain, KeepsBlockedLayoutsBetweenKernels) {
   expect_close((*got)[0], (*want)[0], 1e-4f, "chain");
 }
 
+// A residual that dies at its FusedConv gives the destination its bytes (the sum post-op then reads it
+// where it lies); a residual that is also the convolution's input must not (the convolution reads its
+// input's neighbourhood after writing). Both against the reference, twice (the arena is reused).
+TEST(CpuFusedConv, ResidualIsOverwrittenInPlaceOnlyWhenSafe) {
+  GraphBuilder b;
+  ir::Value* x = b.input("x", {2, 17, 8, 8});
+  Attrs p1{{"pads", ints_attr({1, 1, 1, 1})}};
+  Attrs sum_relu{{"post_ops", strings_attr({"sum", "Relu"})}, {"post_op_alpha", floats_attr({0, 0})},
+                 {"post_op_beta", floats_attr({0, 0})}};
+  ir::Value* c1 = b.node("Conv", {x, b.constant(random_tensor({17, 17, 3, 3}, 1))}, p1);
+  ir::Value* c2 = b.node("Conv", {c1, b.constant(random_tensor({17, 17, 3, 3}, 2))}, p1);
+  ir::Value* c3 = b.node("FusedConv", {c2, b.constant(random_tensor({17, 17, 1, 1}, 3)), b.constant(random_tensor({17}, 4)), c1},
+                         sum_relu, 1, "com.ferry");
+  ir::Value* c4 = b.node("FusedConv", {c3, b.constant(random_tensor({17, 17, 3, 3}, 5)), b.constant(random_tensor({17}, 6)), c3},
+                         [&] { Attrs a = sum_relu; a.insert(p1.begin(), p1.end()); return a; }(), 1, "com.ferry");
+  b.output(b.node("Sigmoid", {c4}));  // c4 in the arena too, not a graph output
+  ir::Graph& g = b.finish();
+  for (ir::Value* v : {c1, c2, c3, c4}) v->shape = to_shape({2, 17, 8, 8});
+
+  GraphBuilder r;
+  ir::Value* rx = r.input("x", {2, 17, 8, 8});
+  auto w = [&](int node) { return r.constant(g.nodes[node]->inputs[1]->initializer); };
+  auto bias = [&](int node) { return r.constant(g.nodes[node]->inputs[2]->initializer); };
+  ir::Value* r1 = r.node("Conv", {rx, w(0)}, p1);
+  ir::Value* r2 = r.node("Conv", {r1, w(1)}, p1);
+  ir::Value* r3 = r.node("Relu", {r.node("Add", {r.node("Conv", {r2, w(2), bias(2)}), r1})});
+  r.output(r.node("Sigmoid", {r.node("Relu", {r.node("Add", {r.node("Conv", {r3, w(3), bias(3)}, p1), r3})})}));
+  Tensor xt = random_tensor({2, 17, 8, 8}, 9);
+  auto want = run_graph(r.finish(), "reference", {xt});
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend.ok());
+  runtime::Executor ex(std::move(*backend));
+  ASSERT_TRUE(ex.prepare(g).ok());
+  const runtime::GraphMemory& mem = *ex.main_plan()->memory;
+  auto request_of = [&](const ir::Value* v) {
+    for (size_t i = 0; i < mem.values.size(); ++i)
+      if (mem.values[i] == v) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_GE(request_of(c1), 0);
+  ASSERT_GE(request_of(c3), 0);
+  EXPECT_EQ(mem.plan.inplace_of[request_of(c3)], request_of(c1));  // c3 over the dying residual c1
+  ASSERT_GE(request_of(c4), 0);
+  EXPECT_NE(mem.plan.inplace_of[request_of(c4)], request_of(c3));  // X == Z: not in place
+  for (int run = 0; run < 2; ++run) {
+    runtime::Scope scope;
+    scope.values[g.inputs[0]] = xt;
+    Status st = ex.run_graph(g, scope, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    auto got = scope.values.at(g.outputs[0]).tensor.plain();
+    ASSERT_TRUE(got.ok());
+    expect_close(*got, (*want)[0], 1e-4f, "run " + std::to_string(run));
+  }
+}
+
 TEST(CpuConv, ReadsPaddedBlockedInputs) {
   // 13 channels in nChw16c (3 padding channels per block, as another oneDNN producer may hand over).
   GraphBuilder b;
