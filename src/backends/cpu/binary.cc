@@ -53,6 +53,17 @@ class BinaryKernel : public Kernel {
   BinaryKernel(const ir::Node& node, alg a, bool blocked_out) : node_(node), alg_(a), blocked_out_(blocked_out) {}
   std::string name() const override { return "cpu:onednn:binary"; }
   bool accepts_layouts() const override { return true; }
+  // oneDNN binary runs in place over its first operand (the one of the output's shape, which run()
+  // puts first), so the output may take that operand's bytes where it dies here: squeeze-excite's
+  // scaling then rewrites the tensor it just read instead of streaming a second one through the cache.
+  int inplace_input(int output) const override {
+    if (output != 0 || !node_.outputs[0]->shape || !is_static(*node_.outputs[0]->shape)) return -1;
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1 && !commutative(node_.op_type)) break;
+      if (node_.inputs[i]->shape && *node_.inputs[i]->shape == *node_.outputs[0]->shape) return i;
+    }
+    return -1;
+  }
 
   Status run(ops::KernelContext& ctx) override {
     const std::string& op = node_.op_type;

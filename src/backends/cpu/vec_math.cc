@@ -105,6 +105,57 @@ void UnaryF32(VecUnary op, const float* HWY_RESTRICT x, float* y, size_t n) {
   }
 }
 
+// acc[j] += sum over r < rows of x[r * lanes + j], for j < lanes: four vectors of lanes at a time
+// stay in registers across all rows (the sums are memory-bound; the accumulators must not be).
+void AccumulateRowsF32(const float* HWY_RESTRICT x, size_t rows, size_t lanes, float* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t j = 0;
+  for (; j + 4 * N <= lanes; j += 4 * N) {
+    auto a0 = hn::LoadU(d, acc + j), a1 = hn::LoadU(d, acc + j + N);
+    auto a2 = hn::LoadU(d, acc + j + 2 * N), a3 = hn::LoadU(d, acc + j + 3 * N);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* row = x + r * lanes + j;
+      a0 = hn::Add(a0, hn::LoadU(d, row));
+      a1 = hn::Add(a1, hn::LoadU(d, row + N));
+      a2 = hn::Add(a2, hn::LoadU(d, row + 2 * N));
+      a3 = hn::Add(a3, hn::LoadU(d, row + 3 * N));
+    }
+    hn::StoreU(a0, d, acc + j);
+    hn::StoreU(a1, d, acc + j + N);
+    hn::StoreU(a2, d, acc + j + 2 * N);
+    hn::StoreU(a3, d, acc + j + 3 * N);
+  }
+  for (; j + N <= lanes; j += N) {
+    auto a = hn::LoadU(d, acc + j);
+    for (size_t r = 0; r < rows; ++r) a = hn::Add(a, hn::LoadU(d, x + r * lanes + j));
+    hn::StoreU(a, d, acc + j);
+  }
+  for (; j < lanes; ++j) {
+    float a = acc[j];
+    for (size_t r = 0; r < rows; ++r) a += x[r * lanes + j];
+    acc[j] = a;
+  }
+}
+
+// sum of x[i] for i < n (four vector accumulators, then the tail).
+float SumF32(const float* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
+    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * N));
+    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * N));
+  }
+  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::LoadU(d, x + i));
+  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) sum += x[i];
+  return sum;
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace ferry::backends::cpu::HWY_NAMESPACE
@@ -115,8 +166,16 @@ namespace ferry::backends::cpu {
 
 HWY_EXPORT(UnaryF32);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(AccumulateRowsF32);
+HWY_EXPORT(SumF32);
 
 void vec_unary(VecUnary op, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n); }
+
+void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, float* acc) {
+  HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(x, rows, lanes, acc);
+}
+
+float vec_sum(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
 
 std::string vec_math_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 

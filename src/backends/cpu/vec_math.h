@@ -16,6 +16,13 @@ enum class VecUnary {
 // y[i] = op(x[i]) for i < n; x and y may be the same array.
 void vec_unary(VecUnary op, const float* x, float* y, size_t n);
 
+// acc[j] += x[0 * lanes + j] + ... + x[(rows - 1) * lanes + j] for j < lanes (pixel-major data
+// summed per channel: channels-last pooling).
+void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, float* acc);
+
+// x[0] + ... + x[n - 1] (vector partial sums, so not in sequential order).
+float vec_sum(const float* x, size_t n);
+
 // The name of the instruction set the dispatch picked on this CPU ("AVX3", "AVX2", ...).
 std::string vec_math_target();
 

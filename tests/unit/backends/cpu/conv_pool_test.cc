@@ -73,6 +73,10 @@ std::vector<OpCase> pool_cases() {
       {"avgpool_ceil", {1, 8, 9, 9}, [](GraphBuilder& b, V x) { return one(b, "AveragePool", x, {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}, {"ceil_mode", int_attr(1)}}); }},
       {"global_avg", {2, 13, 7, 7}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
       {"global_max", {2, 13, 7, 7}, [](GraphBuilder& b, V x) { return one(b, "GlobalMaxPool", x); }},
+      // Large enough for the threads to split the pixels (the own reduction's parallel path).
+      {"global_avg_split", {1, 40, 30, 30}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
+      {"global_avg_split_1d", {2, 20, 2000}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
+      {"global_avg_split_3d", {1, 24, 6, 20, 20}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
       {"global_avg_then_flatten", {2, 32, 5, 5}, [](GraphBuilder& b, V x) { return one(b, "Flatten", one(b, "GlobalAveragePool", x)); }},
       {"batchnorm", {2, 13, 5, 6}, [](GraphBuilder& b, V x) {
          Tensor var = random_tensor({13}, 4);
@@ -127,6 +131,75 @@ std::vector<OpCase> binary_cases() {
   }
   v.push_back({"Add_both_broadcast", {2, 1, 4, 1}, [](GraphBuilder& b, V x) { return b.node("Add", {x, b.constant(random_tensor({3, 1, 5}, 3))}); }});
   return v;
+}
+
+// GlobalAveragePool's own reduction reads nchw, nhwc and channel-blocked inputs (with padded
+// channels) as they are: each against the reference, small (one thread) and large (split pixels).
+TEST(CpuGlobalAveragePool, ReadsEachLayoutAsItIs) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 5, 7, 9}, std::vector<int64_t>{1, 40, 30, 30}}) {
+    GraphBuilder b;
+    ir::Value* x = b.input("x", dims);
+    b.output(b.node("GlobalAveragePool", {x}));
+    ir::Graph& g = b.finish();
+    Tensor xt = random_tensor(dims, 5);
+    auto want = run_graph(g, "reference", {xt});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto backend = make_backend("cpu");
+    auto k = (*backend)->create_kernel(*g.nodes[0]);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    using tag = dnnl::memory::format_tag;
+    for (tag t : {tag::nchw, tag::nhwc, tag::nChw16c, tag::nChw8c}) {
+      auto blocked = reorder_to(xt, dnnl::memory::desc({dims.begin(), dims.end()}, dnnl::memory::data_type::f32, t));
+      ASSERT_TRUE(blocked.ok()) << blocked.status().to_string();
+      RtValue in(*blocked);
+      std::vector<const RtValue*> ins{&in};
+      ops::KernelContext ctx(*g.nodes[0], ins, nullptr);
+      Status st = (*k)->run(ctx);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      auto got = ctx.outputs()[0].tensor.plain();
+      ASSERT_TRUE(got.ok());
+      expect_close(*got, (*want)[0], 1e-5f, describe_desc(desc_of(*blocked)) + " " + dims_to_string(dims));
+    }
+  }
+}
+
+// Squeeze-excite's scaling takes the bytes of the operand of the output's shape where it dies, also
+// when that operand comes second (Mul commutes); Sub must not (run() cannot swap its operands).
+TEST(CpuBinary, FullOperandIsOverwrittenInPlace) {
+  for (const char* op : {"Mul", "Sub"}) {
+    GraphBuilder b;
+    ir::Value* x = b.input("x", {1, 24, 20, 20});
+    ir::Value* r = one(b, "Relu", x);
+    ir::Value* s = one(b, "Sigmoid", one(b, "GlobalAveragePool", r));
+    ir::Value* y = b.node(op, {s, r});
+    b.output(one(b, "Sigmoid", y));
+    ir::Graph& g = b.finish();
+    Tensor xt = random_tensor({1, 24, 20, 20}, 3);
+    auto want = run_graph(g, "reference", {xt});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto backend = make_backend("cpu");
+    runtime::Executor ex(std::move(*backend));
+    ASSERT_TRUE(ex.prepare(g).ok());
+    const runtime::GraphMemory& mem = *ex.main_plan()->memory;
+    int ri = -1, yi = -1;
+    for (size_t i = 0; i < mem.values.size(); ++i) {
+      if (mem.values[i] == r) ri = static_cast<int>(i);
+      if (mem.values[i] == y) yi = static_cast<int>(i);
+    }
+    ASSERT_GE(ri, 0);
+    ASSERT_GE(yi, 0);
+    if (std::string(op) == "Mul") {
+      EXPECT_EQ(mem.plan.inplace_of[yi], ri);
+    } else {
+      EXPECT_NE(mem.plan.inplace_of[yi], ri);
+    }
+    runtime::Scope scope;
+    scope.values[g.inputs[0]] = xt;
+    ASSERT_TRUE(ex.run_graph(g, scope, nullptr).ok());
+    auto got = scope.values.at(g.outputs[0]).tensor.plain();
+    ASSERT_TRUE(got.ok());
+    expect_close(*got, (*want)[0], 1e-5f, op);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pool, CpuOpCases, ::testing::ValuesIn(pool_cases()),
