@@ -3,6 +3,7 @@
 // blocked convolution outputs, and squeeze-excite's [N,C,H,W] * [N,C,1,1], run without reorders.
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
@@ -96,6 +97,9 @@ class BinaryKernel : public Kernel {
         prim_ = dnnl::binary(pd_);
         src0_ = src0;
         src1_ = *src1;
+        m0_ = BoundMemory();
+        m1_ = BoundMemory();
+        dst_m_ = BoundMemory();
       } catch (const dnnl::error& e) {
         return Status::unsupported(op + ": oneDNN binary failed for " + a->describe() + ", " + b->describe() + ": " + e.what());
       }
@@ -103,9 +107,10 @@ class BinaryKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0, blocked_out_));
     if (dst.numel() > 0) {
       SerialIfSmall serial(dst.numel() < kSmallElementwise);
-      prim_.execute(stream(), {{DNNL_ARG_SRC_0, as_memory(*full, src0)},
-                               {DNNL_ARG_SRC_1, as_memory(other_t, *src1)},
-                               {DNNL_ARG_DST, as_memory(dst, src0)}});
+      args_[DNNL_ARG_SRC_0] = m0_.bind(src0, *full);
+      args_[DNNL_ARG_SRC_1] = m1_.bind(*src1, other_t);
+      args_[DNNL_ARG_DST] = dst_m_.bind(src0, dst);
+      prim_.execute(stream(), args_);
       stream().wait();
     }
     return set_output(ctx, 0, std::move(dst), blocked_out_);
@@ -156,6 +161,8 @@ class BinaryKernel : public Kernel {
   md src0_, src1_;
   dnnl::binary::primitive_desc pd_;
   dnnl::binary prim_;
+  BoundMemory m0_, m1_, dst_m_;  // rebound per run (layout.h)
+  std::unordered_map<int, dnnl::memory> args_;
 };
 
 Result<std::unique_ptr<Kernel>> create_binary(const ir::Node& node) {

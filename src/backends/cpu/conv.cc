@@ -64,6 +64,11 @@ struct ConvPlan {
   dnnl::convolution_forward prim;
   Tensor packed_w;  // constant weights in pd.weights_desc() (undefined when W is not constant)
   std::shared_ptr<const DnnlLayout> out_layout;  // null: plain output
+  // The primitive's descriptors, queried once, and its arguments, rebound per run (the map holds
+  // handles of the same memory objects).
+  md src_md, w_md, b_md, dst_md;
+  BoundMemory src, w, b, dst;
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 class ConvKernel : public Kernel {
@@ -132,14 +137,14 @@ class ConvKernel : public Kernel {
       return Status::invalid(op + ": B must be a 1-D tensor of " + std::to_string(w->dim(0)) + " values, got " +
                              b->describe());
 
-    FERRY_ASSIGN_OR_RETURN(Tensor src, reorder_to(*x, p->pd.src_desc()));
+    FERRY_ASSIGN_OR_RETURN(Tensor src, reorder_to(*x, p->src_md));
     Tensor wt = p->packed_w;
     if (!wt.defined()) {
-      FERRY_ASSIGN_OR_RETURN(wt, reorder_to(w->reshaped(weight_dims(*w)).value(), p->pd.weights_desc()));
+      FERRY_ASSIGN_OR_RETURN(wt, reorder_to(w->reshaped(weight_dims(*w)).value(), p->w_md));
     }
-    const md dst_md = p->pd.dst_desc();
+    const md& dst_md = p->dst_md;
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, p->out_dims, dst_md, blocked_out_));
-    dnnl::memory dst_mem = as_memory(dst, dst_md);
+    const dnnl::memory& dst_mem = p->dst.bind(dst_md, dst);
     if (sum_index(ops_) >= 0) {
       FERRY_ASSIGN_OR_RETURN(const Tensor* z, ops::nn::tensor_in(ctx, 3, "Z"));
       if (z->dtype() != DType::kFloat32 || z->dims() != p->out_dims)
@@ -165,13 +170,13 @@ class ConvKernel : public Kernel {
         reorder(as_memory(*z), dst_mem);
       }
     }
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, p->pd.src_desc())},
-                                               {DNNL_ARG_WEIGHTS, as_memory(wt, p->pd.weights_desc())},
-                                               {DNNL_ARG_DST, dst_mem}};
-    if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, p->pd.bias_desc()));
+    p->args[DNNL_ARG_DST] = dst_mem;
+    p->args[DNNL_ARG_SRC] = p->src.bind(p->src_md, src);
+    p->args[DNNL_ARG_WEIGHTS] = p->w.bind(p->w_md, wt);
+    if (b) p->args[DNNL_ARG_BIAS] = p->b.bind(p->b_md, *b);
     if (x->numel() > 0) {
       SerialIfSmall serial(dst.numel() * (w->numel() / std::max<int64_t>(w->dim(0), 1)) < kSmallMacs);
-      p->prim.execute(stream(), args);
+      p->prim.execute(stream(), p->args);
       stream().wait();
     }
     return set_output(ctx, 0, std::move(dst), blocked_out_);
@@ -289,6 +294,10 @@ class ConvKernel : public Kernel {
                                  w.describe() + ": " + e.what());
     }
     impl_ = plan->pd.impl_info_str();
+    plan->src_md = plan->pd.src_desc();
+    plan->w_md = plan->pd.weights_desc();
+    plan->b_md = plan->pd.bias_desc();
+    plan->dst_md = plan->pd.dst_desc();
     if (&w == &const_w_ || (const_w_.defined() && w.raw() == const_w_.raw())) {
       // Adopted weights (packed for another input shape) are unpacked once for this plan's layout.
       Tensor plain_w = const_w_;

@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 
+#include <unordered_map>
+
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/small_work.h"
@@ -104,14 +106,19 @@ class EltwiseKernel : public Kernel {
         pd_ = dnnl::eltwise_forward::primitive_desc(d, engine());
         prim_ = dnnl::eltwise_forward(pd_);
         src_ = src;
+        dst_md_ = pd_.dst_desc();
+        src_m_ = BoundMemory();
+        dst_m_ = BoundMemory();
       } catch (const dnnl::error& e) {
         return Status::unsupported(node_.op_type + ": oneDNN eltwise failed for " + x->describe() + ": " + e.what());
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), pd_.dst_desc(), blocked_out_));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, x->dims(), dst_md_, blocked_out_));
     if (x->numel() > 0) {
       SerialIfSmall serial(x->numel() < kSmallElementwise);
-      prim_.execute(stream(), {{DNNL_ARG_SRC, as_memory(*x, src)}, {DNNL_ARG_DST, as_memory(dst, pd_.dst_desc())}});
+      args_[DNNL_ARG_SRC] = src_m_.bind(src_, *x);
+      args_[DNNL_ARG_DST] = dst_m_.bind(dst_md_, dst);
+      prim_.execute(stream(), args_);
       stream().wait();
     }
     return set_output(ctx, 0, std::move(dst), blocked_out_);
@@ -121,9 +128,11 @@ class EltwiseKernel : public Kernel {
   const ir::Node& node_;
   EltwiseOp op_;
   bool blocked_out_;
-  md src_;
+  md src_, dst_md_;
   dnnl::eltwise_forward::primitive_desc pd_;
   dnnl::eltwise_forward prim_;
+  BoundMemory src_m_, dst_m_;  // rebound per run (layout.h)
+  std::unordered_map<int, dnnl::memory> args_;
 };
 
 Result<std::unique_ptr<Kernel>> create_eltwise(const ir::Node& node) {

@@ -114,6 +114,17 @@ dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md) {
 
 dnnl::memory as_memory(const Tensor& t) { return as_memory(t, desc_of(t)); }
 
+const dnnl::memory& BoundMemory::bind(const dnnl::memory::desc& md, const Tensor& t) {
+  const void* data = t.raw();
+  if (!mem_) {
+    mem_ = dnnl::memory(md, engine(), const_cast<void*>(data));
+  } else if (data != data_) {
+    mem_.set_data_handle(const_cast<void*>(data));  // (zero-pads a padded layout, as creation does)
+  }
+  data_ = data;
+  return mem_;
+}
+
 namespace {
 
 Result<Tensor> alloc_tensor(DType t, const std::vector<int64_t>& dims, const dnnl::memory::desc& md, bool zero) {

@@ -68,6 +68,19 @@ std::string describe_desc(const dnnl::memory::desc& md);
 dnnl::memory as_memory(const Tensor& t);
 dnnl::memory as_memory(const Tensor& t, const dnnl::memory::desc& md);  // md must describe t's bytes
 
+// A dnnl::memory of one fixed descriptor, made once, whose buffer is rebound only when the tensor's
+// bytes move: creating a memory object costs ~2k instructions (allocations, descriptor checks), a
+// quarter of a small convolution's host time. A kernel keeps one per argument of each cached primitive;
+// `md` must be the same at every call.
+class BoundMemory {
+ public:
+  const dnnl::memory& bind(const dnnl::memory::desc& md, const Tensor& t);
+
+ private:
+  dnnl::memory mem_;
+  const void* data_ = nullptr;
+};
+
 // A new tensor of logical `dims` whose storage follows `md` (64-byte aligned, md.get_size() bytes,
 // not zero-filled: the caller's primitive writes every byte). Its layout is a DnnlLayout unless `md` is
 // the plain layout. Fails cleanly past max_tensor_bytes().

@@ -114,6 +114,9 @@ struct MatMulPlan {
   int epilogue_z_po = -1;
   std::string epilogue_impl;
   Tensor epilogue_zero;  // the -0.0 row added when there is no Bias
+  md wei_packed;  // pd.weights_desc(), queried once
+  BoundMemory src_m, wei_m, packed_m, dst_m, bias_m, z_m;  // the oneDNN path's arguments, rebound per run
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 // Below these K / N the oneDNN matmul measured as fast as MKL's packed sgemm (or faster).
@@ -247,13 +250,12 @@ class MatMulKernel : public Kernel {
     if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
     if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, reorder_view(*b, p->wei_md, p->wei_in)); }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, as_memory(a_in, p->src_in)},
-        {DNNL_ARG_WEIGHTS, b_const ? as_memory(p->packed_b, p->pd.weights_desc()) : as_memory(b_in, p->wei_in)},
-        {DNNL_ARG_DST, as_memory(*y, p->dst_md)}};
-    if (p->bias_po >= 0)
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1, as_memory(bias_t, p->bias_md));
-    if (p->z_po >= 0) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1, as_memory(*z, p->z_md));
+    auto& args = p->args;
+    args[DNNL_ARG_SRC] = p->src_m.bind(p->src_in, a_in);
+    args[DNNL_ARG_WEIGHTS] = b_const ? p->packed_m.bind(p->wei_packed, p->packed_b) : p->wei_m.bind(p->wei_in, b_in);
+    args[DNNL_ARG_DST] = p->dst_m.bind(p->dst_md, *y);
+    if (p->bias_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1] = p->bias_m.bind(p->bias_md, bias_t);
+    if (p->z_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1] = p->z_m.bind(p->z_md, *z);
     p->prim.execute(stream(), args);
     stream().wait();
     return Status();
@@ -492,6 +494,7 @@ class MatMulKernel : public Kernel {
       if (plan->epilogue) impl_ += "+onednn:" + plan->epilogue_impl;
     } else {
       impl_ = std::string("onednn:matmul:") + plan->pd.impl_info_str();
+      plan->wei_packed = plan->pd.weights_desc();
       if (const_b) {
         Tensor plain_b;  // adopted B (packed for other shapes) unpacked once for this plan
         if (!const_b->is_plain()) {
