@@ -57,6 +57,48 @@ bool conv_supports(const ir::Node& node) {
 
 dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
 
+// oneDNN 2.6 has two fp32 1x1 convolution kernels on AVX-512: brgconv on nhwc (what format `any`
+// picks) and jit_1x1 on nChw16c. While a CNN's activations stay in the caches brgconv is as fast or
+// faster (resnet50 batch 1, even at batch 2); once they stream from memory jit_1x1 is faster, most on
+// the convolutions with a residual sum (resnet50 batch 8, layer1: 4.3 -> 3.0 ms each; the model 170 ->
+// 152 ms, median of 6 alternating runs; batch 4: 86 -> 79 ms; AMD EPYC Zen 5, 2 threads). Only in
+// graphs without grouped convolutions: next to depthwise convolutions, which stay nhwc, the reorders
+// cost more than the kernel gains (mobilenet_v2 batch 8: 19.8 -> 23.6 ms). "Streams from memory": the
+// graph's largest convolution input or output at this batch takes 8 MiB or more (resnet50: 3.2 MiB a
+// sample). FERRY_CPU_BLOCKED_1X1=0 / 1 turns the rule off / on for every such 1x1 convolution.
+constexpr int64_t kStreamingActivationBytes = int64_t{8} << 20;
+
+int blocked_1x1_override() {
+  static const int v = [] {
+    const char* e = std::getenv("FERRY_CPU_BLOCKED_1X1");
+    if (e && std::string(e) == "0") return 0;
+    if (e && std::string(e) == "1") return 1;
+    return -1;
+  }();
+  return v;
+}
+
+// The largest per-sample float bytes of a convolution's X or Y in the node's graph; 0 when the graph
+// has a grouped convolution (or no static per-sample shape at all).
+int64_t dense_conv_sample_bytes(const ir::Node& node) {
+  const ir::Graph* g = node.has_output(0) ? node.outputs[0]->graph : nullptr;
+  if (!g) return 0;
+  int64_t most = 0;
+  for (const auto& n : g->nodes) {
+    const bool conv = (n->domain.empty() && n->op_type == "Conv") || (n->domain == "com.ferry" && n->op_type == "FusedConv");
+    if (!conv) continue;
+    if (n->attr_int("group", 1) != 1) return 0;
+    for (const ir::Value* v : {n->has_input(0) ? n->inputs[0] : nullptr, n->has_output(0) ? n->outputs[0] : nullptr}) {
+      if (!v || !v->shape || v->shape->size() < 2) continue;
+      int64_t bytes = 4;
+      for (size_t i = 1; i < v->shape->size() && bytes > 0; ++i)
+        bytes = (*v->shape)[i].is_static() ? bytes * (*v->shape)[i].value : 0;
+      most = std::max(most, bytes);
+    }
+  }
+  return most;
+}
+
 // Everything prepared for one input shape.
 struct ConvPlan {
   std::vector<int64_t> in_dims, out_dims;
@@ -232,6 +274,16 @@ class ConvKernel : public Kernel {
     return true;
   }
 
+  // See kStreamingActivationBytes.
+  bool blocked_1x1_pays(const std::vector<int64_t>& xd, const Tensor& w) const {
+    if (bf16_ || group_ != 1 || w.rank() != 4 || w.dim(2) != 1 || w.dim(3) != 1) return false;
+    if (xd[1] % 16 != 0 || w.dim(0) % 16 != 0) return false;
+    const int forced = blocked_1x1_override();
+    if (forced >= 0) return forced == 1;
+    if (dense_sample_bytes_ < 0) dense_sample_bytes_ = dense_conv_sample_bytes(node_);
+    return dense_sample_bytes_ > 0 && xd[0] * dense_sample_bytes_ >= kStreamingActivationBytes;
+  }
+
   Result<ConvPlan*> plan_for(const std::vector<int64_t>& xd, const Tensor& w) {
     for (auto& p : plans_)
       if (p->in_dims == xd) return p.get();
@@ -258,6 +310,10 @@ class ConvKernel : public Kernel {
       dst_any = md(to_dims(plan->out_dims), out, tag::any);
     };
     set_types(bf16_ ? dt::bf16 : dt::f32, bf16_out_ ? dt::bf16 : dt::f32);  // winograd_suits is false for bf16
+    if (blocked_1x1_pays(xd, w)) {
+      src_any = md(to_dims(xd), dt::f32, tag::aBcd16b);
+      dst_any = md(to_dims(plan->out_dims), dt::f32, tag::aBcd16b);
+    }
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;
     dnnl::post_ops po;
@@ -315,6 +371,7 @@ class ConvKernel : public Kernel {
   bool bf16_;      // native bf16 source and weights
   bool bf16_out_;  // and a bf16 destination
   int64_t group_ = 1;
+  mutable int64_t dense_sample_bytes_ = -1;  // dense_conv_sample_bytes, computed at the first plan
   Tensor const_w_, const_b_;
   std::vector<std::unique_ptr<ConvPlan>> plans_;  // by input dims (one for static shapes)
   std::string impl_;

@@ -288,6 +288,50 @@ TEST(CpuFusedConv, ResidualIsOverwrittenInPlaceOnlyWhenSafe) {
   }
 }
 
+// Dense CNNs whose activations stream from memory run their 1x1 convolutions on oneDNN's nChw16c
+// jit_1x1 kernel (conv.cc, kStreamingActivationBytes): at batch 32 here (8 MiB activations), not at
+// batch 1, and not in a graph with a depthwise convolution. Values against the reference either way.
+TEST(CpuConv, StreamingDenseGraphsRunBlocked1x1) {
+  auto build = [](int64_t batch, bool depthwise) {
+    GraphBuilder b;
+    ir::Value* x = b.input("x", {batch, 64, 32, 32});
+    // (Dense: a 1x1 convolution first too, so no Winograd kernel adds its own rounding.)
+    ir::Value* c1 = depthwise ? b.node("Conv", {x, b.constant(random_tensor({64, 1, 3, 3}, 1))},
+                                       {{"pads", ints_attr({1, 1, 1, 1})}, {"group", int_attr(64)}})
+                              : b.node("Conv", {x, b.constant(random_tensor({64, 64, 1, 1}, 1))});
+    ir::Value* c2 = b.node("FusedConv", {c1, b.constant(random_tensor({64, 64, 1, 1}, 2)), b.constant(random_tensor({64}, 3)), x},
+                           {{"post_ops", strings_attr({"sum", "Relu"})}, {"post_op_alpha", floats_attr({0, 0})},
+                            {"post_op_beta", floats_attr({0, 0})}},
+                           1, "com.ferry");
+    c2->shape = to_shape({batch, 64, 32, 32});
+    b.output(c2);
+    ir::Graph& g = b.finish();
+    auto backend = make_backend("cpu");
+    EXPECT_TRUE(backend.ok());
+    auto k = (*backend)->create_kernel(*g.nodes[1]);
+    EXPECT_TRUE(k.ok()) << k.status().to_string();
+    return std::make_pair(k.ok() ? (*k)->name() : std::string(), std::move(b));  // the 1x1 kernel's name
+  };
+  auto [dense_big, dense_big_graph] = build(32, false);
+  EXPECT_NE(dense_big.find("jit_1x1"), std::string::npos) << dense_big;
+
+  ir::Graph& g = dense_big_graph.graph();
+  Tensor xt = random_tensor({32, 64, 32, 32}, 9);
+  auto got = run_graph(g, "cpu", {xt});
+  auto want = run_graph(g, "reference", {xt});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  expect_close((*got)[0], (*want)[0], 1e-4f, "batch 32");
+
+  auto [dense_small, g1] = build(1, false);
+  auto [grouped_big, g2] = build(32, true);
+  // Below AVX-512 oneDNN 2.6 has no brgconv: format `any` picks jit_1x1 anyway.
+  if (dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core)
+    GTEST_SKIP() << "no brgconv below AVX-512 (1x1 kernel at batch 1: " << dense_small << ")";
+  EXPECT_EQ(dense_small.find("jit_1x1"), std::string::npos) << dense_small;
+  EXPECT_EQ(grouped_big.find("jit_1x1"), std::string::npos) << grouped_big;
+}
+
 TEST(CpuConv, ReadsPaddedBlockedInputs) {
   // 13 channels in nChw16c (3 padding channels per block, as another oneDNN producer may hand over).
   GraphBuilder b;
