@@ -173,7 +173,8 @@ class ConvKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(b_plain, b->plain());
       b = &b_plain;
     }
-    FERRY_RETURN_IF_ERROR(check_weights(*w));
+    // The constant weights were checked at init; a W that arrives per run is checked each time.
+    if (!(const_w_.defined() && w->raw() == const_w_.raw())) FERRY_RETURN_IF_ERROR(check_weights(*w));
     FERRY_ASSIGN_OR_RETURN(ConvPlan * p, plan_for(x->dims(), *w));
     if (b && (b->rank() != 1 || b->dim(0) != w->dim(0)))
       return Status::invalid(op + ": B must be a 1-D tensor of " + std::to_string(w->dim(0)) + " values, got " +

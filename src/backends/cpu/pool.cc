@@ -96,24 +96,32 @@ bool pixel_blocks(const md& m, PixelBlocks* v) {
 }
 
 // Mean over the pixels of `x` (viewed as `v`) into plain [N, C] floats `out`. Each thread sums a
-// range of pixels of one block into its own partial row, so one image with few blocks still splits.
+// range of pixels of a range of one block's lanes into its own partial row, so one image with few
+// blocks still splits: over pixels where there are many (112x112), over channels where there are few
+// (a batch-1 7x7x1152 map would otherwise run on one thread).
 void global_average(const float* x, const PixelBlocks& v, int64_t channels, float* out) {
   const int threads = omp_get_max_threads();
   const int64_t rows = v.n * v.blocks;
   const bool parallel = threads > 1 && rows * v.pixels * v.lanes >= kSmallElementwise;
-  // Enough pixel ranges that every thread has work, none shorter than 64 pixels.
-  const int64_t ranges = parallel ? std::clamp<int64_t>((2 * threads + rows - 1) / rows, 1, std::max<int64_t>(v.pixels / 64, 1)) : 1;
+  // Enough pieces that every thread has work: pixel ranges of at least 64 pixels, then lane ranges
+  // of at least 64 lanes (multiples of 16, whole cache lines).
+  const int64_t want = 2 * threads;
+  const int64_t ranges = parallel ? std::clamp<int64_t>((want + rows - 1) / rows, 1, std::max<int64_t>(v.pixels / 64, 1)) : 1;
+  const int64_t parts = parallel ? std::clamp<int64_t>((want + rows * ranges - 1) / (rows * ranges), 1, std::max<int64_t>(v.lanes / 64, 1)) : 1;
+  const int64_t part_lanes = ((v.lanes + parts - 1) / parts + 15) & ~int64_t{15};
   std::vector<float> partial(static_cast<size_t>(rows * ranges * v.lanes), 0.f);
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t item = 0; item < rows * ranges; ++item) {
-    const int64_t row = item / ranges, r = item % ranges;
+  for (int64_t item = 0; item < rows * ranges * parts; ++item) {
+    const int64_t piece = item / parts, part = item % parts;
+    const int64_t row = piece / ranges, r = piece % ranges;
     const int64_t p0 = v.pixels * r / ranges, p1 = v.pixels * (r + 1) / ranges;
+    const int64_t l0 = std::min(part * part_lanes, v.lanes), l1 = std::min(l0 + part_lanes, v.lanes);
     const float* base = x + (row / v.blocks) * v.n_stride + (row % v.blocks) * v.block_stride;
-    float* acc = partial.data() + item * v.lanes;
+    float* acc = partial.data() + piece * v.lanes;
     if (v.lanes == 1) {
       acc[0] = vec_sum(base + p0, p1 - p0);
-    } else {
-      vec_accumulate_rows(base + p0 * v.lanes, p1 - p0, v.lanes, acc);
+    } else if (l1 > l0) {
+      vec_accumulate_rows(base + p0 * v.lanes + l0, p1 - p0, l1 - l0, v.lanes, acc + l0);
     }
   }
   const float inv = 1.f / static_cast<float>(v.pixels);

@@ -105,9 +105,9 @@ void UnaryF32(VecUnary op, const float* HWY_RESTRICT x, float* y, size_t n) {
   }
 }
 
-// acc[j] += sum over r < rows of x[r * lanes + j], for j < lanes: four vectors of lanes at a time
+// acc[j] += sum over r < rows of x[r * stride + j], for j < lanes: four vectors of lanes at a time
 // stay in registers across all rows (the sums are memory-bound; the accumulators must not be).
-void AccumulateRowsF32(const float* HWY_RESTRICT x, size_t rows, size_t lanes, float* HWY_RESTRICT acc) {
+void AccumulateRowsF32(const float* HWY_RESTRICT x, size_t rows, size_t lanes, size_t stride, float* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   size_t j = 0;
@@ -115,7 +115,7 @@ void AccumulateRowsF32(const float* HWY_RESTRICT x, size_t rows, size_t lanes, f
     auto a0 = hn::LoadU(d, acc + j), a1 = hn::LoadU(d, acc + j + N);
     auto a2 = hn::LoadU(d, acc + j + 2 * N), a3 = hn::LoadU(d, acc + j + 3 * N);
     for (size_t r = 0; r < rows; ++r) {
-      const float* row = x + r * lanes + j;
+      const float* row = x + r * stride + j;
       a0 = hn::Add(a0, hn::LoadU(d, row));
       a1 = hn::Add(a1, hn::LoadU(d, row + N));
       a2 = hn::Add(a2, hn::LoadU(d, row + 2 * N));
@@ -128,12 +128,12 @@ void AccumulateRowsF32(const float* HWY_RESTRICT x, size_t rows, size_t lanes, f
   }
   for (; j + N <= lanes; j += N) {
     auto a = hn::LoadU(d, acc + j);
-    for (size_t r = 0; r < rows; ++r) a = hn::Add(a, hn::LoadU(d, x + r * lanes + j));
+    for (size_t r = 0; r < rows; ++r) a = hn::Add(a, hn::LoadU(d, x + r * stride + j));
     hn::StoreU(a, d, acc + j);
   }
   for (; j < lanes; ++j) {
     float a = acc[j];
-    for (size_t r = 0; r < rows; ++r) a += x[r * lanes + j];
+    for (size_t r = 0; r < rows; ++r) a += x[r * stride + j];
     acc[j] = a;
   }
 }
@@ -171,8 +171,8 @@ HWY_EXPORT(SumF32);
 
 void vec_unary(VecUnary op, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n); }
 
-void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, float* acc) {
-  HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(x, rows, lanes, acc);
+void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, size_t stride, float* acc) {
+  HWY_DYNAMIC_DISPATCH(AccumulateRowsF32)(x, rows, lanes, stride, acc);
 }
 
 float vec_sum(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }

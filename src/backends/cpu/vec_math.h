@@ -16,9 +16,9 @@ enum class VecUnary {
 // y[i] = op(x[i]) for i < n; x and y may be the same array.
 void vec_unary(VecUnary op, const float* x, float* y, size_t n);
 
-// acc[j] += x[0 * lanes + j] + ... + x[(rows - 1) * lanes + j] for j < lanes (pixel-major data
-// summed per channel: channels-last pooling).
-void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, float* acc);
+// acc[j] += x[0 * stride + j] + ... + x[(rows - 1) * stride + j] for j < lanes (pixel-major data
+// summed per channel: channels-last pooling; stride >= lanes, so a range of channels may be summed).
+void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, size_t stride, float* acc);
 
 // x[0] + ... + x[n - 1] (vector partial sums, so not in sequential order).
 float vec_sum(const float* x, size_t n);

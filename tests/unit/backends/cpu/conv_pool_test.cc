@@ -134,9 +134,11 @@ std::vector<OpCase> binary_cases() {
 }
 
 // GlobalAveragePool's own reduction reads nchw, nhwc and channel-blocked inputs (with padded
-// channels) as they are: each against the reference, small (one thread) and large (split pixels).
+// channels) as they are: each against the reference, small (one thread), large (split pixels) and wide (split channels).
 TEST(CpuGlobalAveragePool, ReadsEachLayoutAsItIs) {
-  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 5, 7, 9}, std::vector<int64_t>{1, 40, 30, 30}}) {
+  // The last: few pixels, many channels (not a multiple of 16): channels-last splits over channel ranges.
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{3, 5, 7, 9}, std::vector<int64_t>{1, 40, 30, 30}, std::vector<int64_t>{1, 1000, 7, 7}}) {
     GraphBuilder b;
     ir::Value* x = b.input("x", dims);
     b.output(b.node("GlobalAveragePool", {x}));
