@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/isa_probe.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/small_work.h"
 #include "backends/cpu/post_ops.h"
@@ -65,7 +66,8 @@ dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory:
 // graphs without grouped convolutions: next to depthwise convolutions, which stay nhwc, the reorders
 // cost more than the kernel gains (mobilenet_v2 batch 8: 19.8 -> 23.6 ms). "Streams from memory": the
 // graph's largest convolution input or output at this batch takes 8 MiB or more (resnet50: 3.2 MiB a
-// sample). FERRY_CPU_BLOCKED_1X1=0 / 1 turns the rule off / on for every such 1x1 convolution.
+// sample). FERRY_CPU_BLOCKED_1X1=0 / 1 turns the rule off / on for every such 1x1 convolution. Only
+// on AVX-512: below it oneDNN has no brgconv and `any` picks the blocked jit_1x1 kernel by itself.
 constexpr int64_t kStreamingActivationBytes = int64_t{8} << 20;
 
 int blocked_1x1_override() {
@@ -279,6 +281,9 @@ class ConvKernel : public Kernel {
   bool blocked_1x1_pays(const std::vector<int64_t>& xd, const Tensor& w) const {
     if (bf16_ || group_ != 1 || w.rank() != 4 || w.dim(2) != 1 || w.dim(3) != 1) return false;
     if (xd[1] % 16 != 0 || w.dim(0) % 16 != 0) return false;
+    // Below AVX-512 there is no brgconv: `any` already picks jit_1x1 (nChw8c on AVX2), and nChw16c
+    // would get oneDNN's reference kernel (`ref:any`, seen on a Zen 3), whatever the override says.
+    if (!isa_has(dnnl::cpu_isa::avx512_core)) return false;
     const int forced = blocked_1x1_override();
     if (forced >= 0) return forced == 1;
     if (dense_sample_bytes_ < 0) dense_sample_bytes_ = dense_conv_sample_bytes(node_);

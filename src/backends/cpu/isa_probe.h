@@ -12,6 +12,8 @@
 #pragma once
 #include <string>
 
+#include <dnnl.hpp>
+
 namespace ferry::backends::cpu {
 
 struct Bf16Choice {
@@ -21,6 +23,9 @@ struct Bf16Choice {
   std::string why;         // "this CPU has AMX", "FERRY_CPU_BF16=0", ...
 };
 
+// Whether oneDNN dispatches to `want` or an ISA above it on this CPU (DNNL_MAX_CPU_ISA included).
+bool isa_has(dnnl::cpu_isa want);
+
 // Computed once per process.
 const Bf16Choice& bf16_choice();
 
@@ -28,8 +33,9 @@ const Bf16Choice& bf16_choice();
 // Only call where the CPU has avx512_bf16.
 double measure_bf16_dot_vs_fma();
 
-// The fp32 FMA peak of `threads` threads running 512-bit FMAs at once (GFLOP/s, 2 flops per
-// multiply-add, best round per thread), about 5 ms; 0 without AVX-512. `ferry doctor` reports it and the
+// The fp32 FMA peak of `threads` threads running FMAs of the widest vector the kernels use at once
+// (512-bit with AVX-512, else 256-bit; GFLOP/s, 2 flops per multiply-add, best round per thread),
+// about 5 ms; 0 without AVX2. `ferry doctor` reports it and the
 // benchmark harness rates GFLOP/s against it.
 double measure_fp32_peak_gflops(int threads);
 
