@@ -12,6 +12,7 @@ namespace ferry::backends::cpu {
 
 // Kernel files: each adds its entries to the table. Add one line per new file.
 // (declarations of register_* functions go here)
+void register_depthwise_conv(KernelTable& t);
 void register_conv(KernelTable& t);
 void register_conv_transpose(KernelTable& t);
 void register_pool(KernelTable& t);
@@ -32,6 +33,7 @@ const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable t;
     // (register_* calls go here)
+    register_depthwise_conv(t);  // before register_conv: it takes the depthwise nodes it covers
     register_conv(t);
     register_conv_transpose(t);
     register_pool(t);
