@@ -17,6 +17,7 @@
 
 #include "backends/cpu/isa_probe.h"
 #include "backends/cpu/mkl_gemm.h"
+#include "backends/cpu/vec_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "tools/bench.h"
 
@@ -141,6 +142,8 @@ DoctorReport run_doctor() {
     add("kernels", "bf16 Conv/MatMul", std::string(b.native ? "native" : "emulated") + " (" + b.why + ")");
     const backends::cpu::MklChoice& m = backends::cpu::mkl_choice();
     add("kernels", "MKL sgemm (fp32 Linear)", std::string(m.used ? "used" : "not used") + " (" + m.why + ")");
+    const backends::cpu::VecGemmChoice& v = backends::cpu::vec_gemm_choice();
+    add("kernels", "own packed GEMM (fp32 Linear)", std::string(v.used ? "used" : "not used") + " (" + v.why + ")");
     const int n = std::max(1, omp_get_max_threads());
     const double peak = backends::cpu::measure_fp32_peak_gflops(n);
     if (peak > 0)

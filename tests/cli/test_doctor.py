@@ -46,6 +46,10 @@ out0 = subprocess.run([u.FERRY, "doctor"], capture_output=True, text=True, env=e
 # Where the ISA has no bf16 that is the reason given, override or not.
 why0 = "FERRY_CPU_BF16=0" if "avx512_bf16" in flags else "this CPU has no avx512_bf16"
 check("doctor: FERRY_CPU_BF16=0 reported as emulated", "emulated (%s)" % why0 in out0, out0)
+g = f.get("own packed GEMM (fp32 Linear)", {}).get("value", "")
+check("doctor: the own packed GEMM choice with its reason (used without AVX-512)",
+      g.startswith("used (" if "avx512f" not in flags and "avx2" in flags else "not used (") or
+      "FERRY_CPU_VEC_GEMM" in g, g)
 peak = f.get("fp32 FMA peak (measured)", {}).get("value", "")
 check("doctor: the fp32 FMA peak is measured (AVX2 or AVX-512)", "avx2" not in flags or " GFLOP/s on " in peak, peak)
 py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv", "bin", "python")

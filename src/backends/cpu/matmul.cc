@@ -16,7 +16,8 @@
 //
 // fp32 Linear layers with a constant B and K, N >= 512 run on MKL's packed sgemm where it is built in
 // (mkl_gemm.h): C = A * B on the pack, then Bias and the post-ops (the same oneDNN post-op chain) in
-// one in-place oneDNN binary pass over C. The pack replaces oneDNN's packed copy.
+// one in-place oneDNN binary pass over C. The pack replaces oneDNN's packed copy. On CPUs without
+// AVX-512 the same path runs on the backend's own packed GEMM (vec_gemm.h) where MKL is not used.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "backends/cpu/layout.h"
 #include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/post_ops.h"
+#include "backends/cpu/vec_gemm.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -108,6 +110,7 @@ struct MatMulPlan {
   // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
   // `epilogue_zero`) carrying the post-ops, the residual Z at post-op `epilogue_z_po`.
   std::shared_ptr<MklPackedB> mkl_b;
+  std::shared_ptr<VecPackedB> vec_b;  // or the own packed GEMM's pack (one of the two at most)
   int64_t mkl_rows = 0;
   std::optional<dnnl::primitive> epilogue;
   bool epilogue_bias = false;
@@ -121,6 +124,8 @@ struct MatMulPlan {
 
 // Below these K / N the oneDNN matmul measured as fast as MKL's packed sgemm (or faster).
 constexpr int64_t kMklMinK = 512, kMklMinN = 512, kMklMinRows = 16;
+// The own packed GEMM (AVX2): below these the oneDNN matmul is as fast.
+constexpr int64_t kVecMinK = 64, kVecMinN = 64, kVecMinRows = 16;
 
 class MatMulKernel : public Kernel {
  public:
@@ -183,8 +188,8 @@ class MatMulKernel : public Kernel {
   Tensor adopt_constant(int input) override {
     if (input != 1 || plans_.size() != 1 || plans_[0]->reference || !const_b_.is_plain()) return Tensor();
     MatMulPlan& p = *plans_[0];
-    if (p.mkl_b) {
-      Tensor adopted = adopt_mkl_packed(const_b_, p.mkl_b);
+    if (p.mkl_b || p.vec_b) {
+      Tensor adopted = p.mkl_b ? adopt_mkl_packed(const_b_, p.mkl_b) : adopt_vec_packed(const_b_, p.vec_b);
       if (adopted.defined()) const_b_ = adopted;
       return adopted;
     }
@@ -244,7 +249,7 @@ class MatMulKernel : public Kernel {
         return Status::invalid(op + ": the residual Z must be float32" + dims_to_string(p->out_dims) + ", got " +
                                z->describe());
     }
-    if (p->mkl_b) return run_mkl(ctx, *p, *a, bias_t, z);
+    if (p->mkl_b || p->vec_b) return run_packed(ctx, *p, *a, bias_t, z);
     // bf16 plans: the operands converted into the dense bf16 copies the primitive reads.
     Tensor a_in = *a, b_in = *b;
     if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
@@ -286,9 +291,13 @@ class MatMulKernel : public Kernel {
     return out;
   }
 
-  Status run_mkl(ops::KernelContext& ctx, MatMulPlan& p, const Tensor& a, const Tensor& bias, const Tensor* z) {
+  Status run_packed(ops::KernelContext& ctx, MatMulPlan& p, const Tensor& a, const Tensor& bias, const Tensor* z) {
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p.out_dims));
-    p.mkl_b->multiply(a.data<float>(), p.mkl_rows, y->data<float>());
+    if (p.mkl_b) {
+      p.mkl_b->multiply(a.data<float>(), p.mkl_rows, y->data<float>());
+    } else {
+      p.vec_b->multiply(a.data<float>(), p.mkl_rows, y->data<float>());
+    }
     if (!p.epilogue) return Status();
     dnnl::memory dst = as_memory(*y, p.dst_md);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, dst}};
@@ -317,13 +326,27 @@ class MatMulKernel : public Kernel {
     return true;
   }
 
-  // The MKL path for a plan oneDNN can run: B constant and 2-D, A rows dense, fp32, no alpha, a row
-  // Bias; false (the oneDNN path stays) when any of that fails or the epilogue has no oneDNN kernel.
-  bool try_mkl(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
-    if (!mkl_enabled() || bf16_ || alpha_ != 1.f || p.bias_materialized || K < kMklMinK || N < kMklMinN ||
-        rows < kMklMinRows || const_b.rank() != 2)
-      return false;
-    if (!mkl_b_) {
+  // The packed-GEMM path (MKL's, else the own AVX2 one) for a plan oneDNN can run: B constant and 2-D,
+  // A rows dense, fp32, no alpha, a row Bias; false (the oneDNN path stays) when any of that fails or
+  // the epilogue has no oneDNN kernel.
+  bool try_packed(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
+    if (bf16_ || alpha_ != 1.f || p.bias_materialized || const_b.rank() != 2) return false;
+    // The own GEMM first where it is chosen (CPUs without AVX-512), MKL (Intel) on the others.
+    const bool vec = vec_gemm_enabled() && K >= kVecMinK && N >= kVecMinN && rows >= kVecMinRows;
+    const bool mkl = !vec_gemm_enabled() && mkl_enabled() && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
+    if (vec) {
+      if (!vec_b_) vec_b_ = vec_pack_of(const_b);
+      if (!vec_b_) {
+        auto plain_b = const_b.plain();  // oneDNN's adopted pack for another shape: unpacked once
+        if (!plain_b.ok()) return false;
+        auto packed = VecPackedB::pack(*plain_b, trans_b_);
+        if (!packed.ok()) return false;
+        vec_b_ = std::move(packed).value();
+      }
+      if (vec_b_->k() != K || vec_b_->n() != N) return false;
+    }
+    if (!mkl && !vec) return false;
+    if (mkl && !mkl_b_) {
       mkl_b_ = mkl_pack_of(const_b);
       if (!mkl_b_) {
         auto plain_b = const_b.plain();  // oneDNN's adopted pack for another shape: unpacked once
@@ -333,7 +356,7 @@ class MatMulKernel : public Kernel {
         mkl_b_ = std::move(packed).value();
       }
     }
-    if (mkl_b_->k() != K || mkl_b_->n() != N) return false;
+    if (mkl && (mkl_b_->k() != K || mkl_b_->n() != N)) return false;
     try {
       dnnl::post_ops po;
       if (!append_chain(po, p.z_md, p.epilogue_z_po)) return false;
@@ -359,7 +382,11 @@ class MatMulKernel : public Kernel {
       p.epilogue.reset();
       return false;
     }
-    p.mkl_b = mkl_b_;
+    if (mkl) {
+      p.mkl_b = mkl_b_;
+    } else {
+      p.vec_b = vec_b_;
+    }
     p.mkl_rows = rows;
     return true;
   }
@@ -489,8 +516,8 @@ class MatMulKernel : public Kernel {
     for (int64_t d : batch) rows *= d;
     if (!ok) {
       plan->reference = true;
-    } else if (const_b && (fold || batch.empty()) && !ta && try_mkl(*plan, *const_b, rows, K, N)) {
-      impl_ = "mkl:sgemm_packed";
+    } else if (const_b && (fold || batch.empty()) && !ta && try_packed(*plan, *const_b, rows, K, N)) {
+      impl_ = plan->mkl_b ? "mkl:sgemm_packed" : "vec:gemm_packed_avx2";
       if (plan->epilogue) impl_ += "+onednn:" + plan->epilogue_impl;
     } else {
       impl_ = std::string("onednn:matmul:") + plan->pd.impl_info_str();
@@ -523,6 +550,7 @@ class MatMulKernel : public Kernel {
   const ops::OpSchema* reference_ = nullptr;
   Tensor const_b_, const_bias_;
   std::shared_ptr<MklPackedB> mkl_b_;  // constant B packed for MKL once, shared by every plan
+  std::shared_ptr<VecPackedB> vec_b_;  // or for the own packed GEMM
   std::vector<std::unique_ptr<MatMulPlan>> plans_;
   std::string impl_;
 };

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/mkl_gemm.h"
+#include "backends/cpu/vec_gemm.h"
 
 namespace ferry::backends::cpu::testing {
 namespace {
@@ -21,6 +22,10 @@ const bool kMklForced = setenv("FERRY_CPU_MKL", "1", /*overwrite=*/0) == 0;
 
 #define SKIP_WITHOUT_MKL() \
   if (!kMklForced || !mkl_enabled()) GTEST_SKIP() << "ferry was built without MKL, or FERRY_CPU_MKL=0"
+// The MatMul kernel takes the MKL path only where the own packed GEMM is not chosen (AVX-512 CPUs).
+#define SKIP_UNLESS_MKL_PATH()                                                                   \
+  SKIP_WITHOUT_MKL();                                                                            \
+  if (vec_gemm_enabled()) GTEST_SKIP() << "no AVX-512: Linear layers take the own packed GEMM (vec_gemm_test)"
 
 // Equal values (a -0.0 weight unpacks as +0.0: 1 * -0 + 0 * others is +0; products are unaffected).
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
@@ -86,7 +91,7 @@ Attrs post_ops(std::vector<std::string> ops, std::vector<float> alpha, std::vect
 }
 
 TEST_P(CpuMklMatMul, TakesTheMklPathAndMatchesReference) {
-  SKIP_WITHOUT_MKL();
+  SKIP_UNLESS_MKL_PATH();
   const MklCase& c = GetParam();
   GraphBuilder g;
   std::vector<ir::Value*> ins{g.input("a", c.a), g.constant(random_tensor(c.b, 2))};
@@ -132,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
 // One executor, two batch sizes: the pack adopted as B's initializer serves both, and the adopted
 // initializer still reads back as the original weights.
 TEST(CpuMklMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
-  SKIP_WITHOUT_MKL();
+  SKIP_UNLESS_MKL_PATH();
   GraphBuilder g;
   Tensor w = random_tensor({512, 640}, 5);
   ir::Value* wv = g.constant(w);
@@ -161,7 +166,7 @@ TEST(CpuMklMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
 }
 
 TEST(CpuMklMatMul, NonFiniteWeightsStayOnOneDnn) {
-  SKIP_WITHOUT_MKL();
+  SKIP_UNLESS_MKL_PATH();
   GraphBuilder g;
   Tensor w = random_tensor({512, 512}, 5);
   w.data<float>()[7] = std::numeric_limits<float>::infinity();

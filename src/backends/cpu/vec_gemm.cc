@@ -1,0 +1,196 @@
+#include "backends/cpu/vec_gemm.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/cpu/isa_probe.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+constexpr int64_t kNR = VecPackedB::kPanel;  // columns of a register tile (2 AVX2 vectors)
+constexpr int kMR = 6;                       // rows of a register tile: 12 accumulators of 16 ymm
+constexpr int64_t kKC = 256;                 // depth of a K slice: 16 KB of a B panel, 6 KB of A rows
+constexpr int64_t kNCPanels = 12;            // panels per block: 192 columns, 192 KB of B per K slice
+constexpr int64_t kMC = 144;                 // rows per block (24 tiles): 144 KB of A per K slice
+
+VecGemmChoice choose() {
+  VecGemmChoice c;
+  const char* e = std::getenv("FERRY_CPU_VEC_GEMM");
+  const std::string force = e ? e : "";
+  const bool avx2 = isa_has(dnnl::cpu_isa::avx2) && __builtin_cpu_supports("fma");
+  if (!avx2) {
+    c.why = "this CPU has no AVX2+FMA";
+  } else if (force == "0") {
+    c.why = "FERRY_CPU_VEC_GEMM=0";
+  } else if (force == "1") {
+    c.used = true;
+    c.why = "FERRY_CPU_VEC_GEMM=1";
+  } else if (isa_has(dnnl::cpu_isa::avx512_core)) {
+    c.why = "AVX-512: oneDNN's brgemm matmul is used";
+  } else {
+    c.used = true;
+    c.why = "AVX2 without AVX-512: oneDNN 2.6's gemm repacks B every call";
+  }
+  return c;
+}
+
+// One register tile: C[MR x ncols] (+)= A[MR x kc] * Bpanel[kc x 16]. a: row 0 of the tile at the
+// slice's first k, lda apart; b: the panel's first row of the slice (16 floats a row, aligned);
+// accumulate: add to C (a later K slice) instead of overwriting it.
+template <int MR>
+__attribute__((target("avx2,fma"))) void tile(const float* __restrict a, int64_t lda, const float* __restrict b,
+                                              int64_t kc, float* __restrict c, int64_t ldc, bool accumulate,
+                                              int64_t ncols) {
+  __m256 lo[MR], hi[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(b + k * kNR), b1 = _mm256_load_ps(b + k * kNR + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+      lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+    }
+  }
+  if (ncols == kNR) {
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      float* cr = c + r * ldc;
+      if (accumulate) {
+        lo[r] = _mm256_add_ps(lo[r], _mm256_loadu_ps(cr));
+        hi[r] = _mm256_add_ps(hi[r], _mm256_loadu_ps(cr + 8));
+      }
+      _mm256_storeu_ps(cr, lo[r]);
+      _mm256_storeu_ps(cr + 8, hi[r]);
+    }
+    return;
+  }
+  alignas(32) float row[kNR];  // the last panel: only its real columns are written
+  // (Every loop over the tile's rows is unrolled: an indexed access anywhere puts the accumulators
+  // in memory, and the k loop then stored all twelve each iteration: 48 instead of 190 GFLOP/s.)
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    _mm256_store_ps(row, lo[r]);
+    _mm256_store_ps(row + 8, hi[r]);
+    float* cr = c + r * ldc;
+    for (int64_t j = 0; j < ncols; ++j) cr[j] = accumulate ? cr[j] + row[j] : row[j];
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, bool, int64_t);
+constexpr TileFn kTiles[kMR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+
+// Rows [i0, i1) x panels [p0, p1) of C, the whole depth, slice by slice.
+void block(const float* a, int64_t K, int64_t N, const float* packed, float* c, int64_t i0, int64_t i1, int64_t p0,
+           int64_t p1) {
+  for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+    const int64_t kc = std::min(kKC, K - k0);
+    for (int64_t i = i0; i < i1; i += kMR) {
+      const int64_t mr = std::min<int64_t>(kMR, i1 - i);
+      const TileFn fn = kTiles[mr];
+      for (int64_t p = p0; p < p1; ++p)
+        fn(a + i * K + k0, K, packed + (p * K + k0) * kNR, kc, c + i * N + p * kNR, N, k0 > 0,
+           std::min(kNR, N - p * kNR));
+    }
+  }
+}
+
+class VecPackedLayout : public TensorLayout {
+ public:
+  explicit VecPackedLayout(std::shared_ptr<VecPackedB> packed) : packed_(std::move(packed)) {}
+  std::string describe() const override { return "ferry packed GEMM B (16-column panels)"; }
+  Result<Tensor> to_plain(const Tensor&) const override { return packed_->unpack(); }
+  const std::shared_ptr<VecPackedB>& packed() const { return packed_; }
+
+ private:
+  std::shared_ptr<VecPackedB> packed_;
+};
+
+}  // namespace
+
+const VecGemmChoice& vec_gemm_choice() {
+  static const VecGemmChoice c = choose();
+  return c;
+}
+
+bool vec_gemm_enabled() { return vec_gemm_choice().used; }
+
+Result<std::shared_ptr<VecPackedB>> VecPackedB::pack(const Tensor& b, bool trans_b) {
+  if (!isa_has(dnnl::cpu_isa::avx2) || !__builtin_cpu_supports("fma"))
+    return Status::unsupported("packed GEMM: this CPU has no AVX2+FMA");
+  if (b.dtype() != DType::kFloat32 || !b.is_plain() || b.rank() != 2 || b.numel() == 0)
+    return Status::invalid("packed GEMM: B must be a plain non-empty 2-D float32 tensor, got " + b.describe());
+  std::shared_ptr<VecPackedB> p(new VecPackedB());
+  const int64_t rows = b.dim(0), cols = b.dim(1);
+  p->trans_ = trans_b;
+  p->k_ = trans_b ? cols : rows;
+  p->n_ = trans_b ? rows : cols;
+  p->stored_dims_ = b.dims();
+  const int64_t panels = (p->n_ + kNR - 1) / kNR, K = p->k_, N = p->n_;
+  const size_t bytes = static_cast<size_t>(panels * K * kNR) * sizeof(float);
+  float* mem = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  if (!mem) return Status::error(ErrorCode::kOutOfRange, "packed GEMM: out of memory for B " + b.describe());
+  p->data_ = std::shared_ptr<float>(mem, [](float* f) { std::free(f); });
+  const float* src = b.data<float>();
+  for (int64_t pn = 0; pn < panels; ++pn)
+    for (int64_t k = 0; k < K; ++k) {
+      float* dst = mem + (pn * K + k) * kNR;
+      for (int64_t j = 0; j < kNR; ++j) {
+        const int64_t col = pn * kNR + j;
+        dst[j] = col >= N ? 0.f : (trans_b ? src[col * K + k] : src[k * N + col]);
+      }
+    }
+  return p;
+}
+
+void VecPackedB::multiply(const float* a, int64_t m, float* c) const {
+  if (m <= 0) return;
+  const int64_t panels = (n_ + kNR - 1) / kNR;
+  const int64_t col_blocks = (panels + kNCPanels - 1) / kNCPanels, row_blocks = (m + kMC - 1) / kMC;
+  const int64_t blocks = col_blocks * row_blocks;
+  const int threads = omp_get_max_threads();
+  // Blocks in column-major order: with a static schedule each thread takes a contiguous run of
+  // column blocks, so the threads read disjoint parts of B.
+  const bool parallel = threads > 1 && blocks > 1 && m * n_ * k_ >= (int64_t{1} << 18);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < blocks; ++t) {
+    const int64_t cb = t / row_blocks, rb = t % row_blocks;
+    block(a, k_, n_, data_.get(), c, rb * kMC, std::min(m, (rb + 1) * kMC), cb * kNCPanels,
+          std::min(panels, (cb + 1) * kNCPanels));
+  }
+}
+
+Result<Tensor> VecPackedB::unpack() const {
+  FERRY_ASSIGN_OR_RETURN(Tensor out, Tensor::create(DType::kFloat32, stored_dims_));
+  float* dst = out.data<float>();
+  const float* src = data_.get();
+  for (int64_t k = 0; k < k_; ++k)
+    for (int64_t col = 0; col < n_; ++col) {
+      const float v = src[((col / kNR) * k_ + k) * kNR + col % kNR];
+      dst[trans_ ? col * k_ + k : k * n_ + col] = v;
+    }
+  return out;
+}
+
+Tensor adopt_vec_packed(const Tensor& original, std::shared_ptr<VecPackedB> packed) {
+  auto layout = std::make_shared<VecPackedLayout>(packed);
+  float* data = const_cast<float*>(packed->data());
+  Tensor t = Tensor::wrap(original.dtype(), original.dims(), data, std::shared_ptr<void>(packed, data));
+  t.set_layout(std::move(layout));
+  return t;
+}
+
+std::shared_ptr<VecPackedB> vec_pack_of(const Tensor& t) {
+  const auto* l = dynamic_cast<const VecPackedLayout*>(t.layout());
+  return l ? l->packed() : nullptr;
+}
+
+}  // namespace ferry::backends::cpu

@@ -1,0 +1,184 @@
+// The own packed GEMM of the cpu MatMul kernel (backends/cpu/vec_gemm.h): the pack multiplies (every
+// register-tile height, a last panel of 1..16 columns, several K slices and blocks, both thread
+// splits) and unpacks bit for bit (-0.0, inf and NaN included); on CPUs where it is chosen (AVX2
+// without AVX-512) Linear layers take it, with every post-op, Bias or none, the residual and Gemm's
+// transB / beta matching the reference backend, and an adopted pack serves a second batch size.
+#include "unit/backends/cpu/conv_test_util.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/isa_probe.h"
+#include "backends/cpu/vec_gemm.h"
+
+namespace ferry::backends::cpu::testing {
+namespace {
+
+#define SKIP_WITHOUT_AVX2() \
+  if (!isa_has(dnnl::cpu_isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
+#define SKIP_UNLESS_CHOSEN() \
+  if (!vec_gemm_enabled()) GTEST_SKIP() << "the own GEMM is not chosen here: " << vec_gemm_choice().why
+
+// C = A * B in double, B stored [K, N] or [N, K].
+Tensor reference_product(const Tensor& a, const Tensor& b, int64_t m, int64_t K, int64_t N, bool trans) {
+  Tensor want(DType::kFloat32, {m, N});
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += double(a.data<float>()[i * K + k]) * b.data<float>()[trans ? j * K + k : k * N + j];
+      want.data<float>()[i * N + j] = static_cast<float>(s);
+    }
+  return want;
+}
+
+TEST(VecPackedB, MultipliesAcrossTilesSlicesAndBlocks) {
+  SKIP_WITHOUT_AVX2();
+  struct Shape {
+    int64_t K, N;
+  };
+  // K 300: two K slices (256 + 44); N 17 / 31: a last panel of 1 / 15 columns; N 400: three column
+  // blocks (192 + 192 + 16).
+  for (Shape s : {Shape{1, 1}, Shape{7, 16}, Shape{300, 17}, Shape{64, 31}, Shape{513, 400}})
+    for (bool trans : {false, true}) {
+      Tensor b = random_tensor(trans ? std::vector<int64_t>{s.N, s.K} : std::vector<int64_t>{s.K, s.N}, 11);
+      auto packed = VecPackedB::pack(b, trans);
+      ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+      EXPECT_EQ((*packed)->k(), s.K);
+      EXPECT_EQ((*packed)->n(), s.N);
+      // M: every tile height (1..6 rows left over), more than one row block (144), one thread and all.
+      for (int64_t m : {1, 5, 6, 11, 150, 301})
+        for (int threads : {1, 2}) {
+          Tensor a = random_tensor({m, s.K}, 12 + m);
+          Tensor c(DType::kFloat32, {m, s.N});
+          omp_set_num_threads(threads);
+          (*packed)->multiply(a.data<float>(), m, c.data<float>());
+          omp_set_num_threads(omp_get_num_procs());
+          expect_close(c, reference_product(a, b, m, s.K, s.N, trans), 1e-4f,
+                       "K " + std::to_string(s.K) + " N " + std::to_string(s.N) + " m " + std::to_string(m) +
+                           (trans ? " trans" : ""));
+        }
+    }
+}
+
+TEST(VecPackedB, UnpacksBitForBit) {
+  SKIP_WITHOUT_AVX2();
+  for (bool trans : {false, true}) {
+    Tensor b = random_tensor(trans ? std::vector<int64_t>{37, 19} : std::vector<int64_t>{19, 37}, 3);
+    b.data<float>()[0] = -0.f;
+    b.data<float>()[5] = std::numeric_limits<float>::infinity();
+    b.data<float>()[9] = std::numeric_limits<float>::quiet_NaN();
+    auto packed = VecPackedB::pack(b, trans);
+    ASSERT_TRUE(packed.ok());
+    auto back = (*packed)->unpack();
+    ASSERT_TRUE(back.ok());
+    ASSERT_EQ(back->dims(), b.dims());
+    EXPECT_EQ(std::memcmp(back->data<float>(), b.data<float>(), b.numel() * sizeof(float)), 0) << "trans " << trans;
+  }
+}
+
+TEST(VecPackedB, RefusesWhatItCannotPack) {
+  SKIP_WITHOUT_AVX2();
+  EXPECT_FALSE(VecPackedB::pack(random_tensor({2, 3, 4}, 1), false).ok());
+  EXPECT_FALSE(VecPackedB::pack(Tensor(DType::kFloat32, {0, 4}), false).ok());
+  EXPECT_FALSE(VecPackedB::pack(Tensor(DType::kInt32, {4, 4}), false).ok());
+}
+
+struct VecCase {
+  std::string name;
+  std::string op;
+  std::vector<int64_t> a, b, bias;
+  bool has_bias;
+  Attrs attrs;
+  bool with_z = false;
+};
+
+void PrintTo(const VecCase& c, std::ostream* os) { *os << c.name; }
+
+class CpuVecGemmMatMul : public ::testing::TestWithParam<VecCase> {};
+
+Attrs post_ops(std::vector<std::string> ops, std::vector<float> alpha, std::vector<float> beta, int trans_b = 0) {
+  return {{"trans_a", int_attr(0)},        {"trans_b", int_attr(trans_b)},       {"alpha", float_attr(1.f)},
+          {"post_ops", strings_attr(ops)}, {"post_op_alpha", floats_attr(alpha)}, {"post_op_beta", floats_attr(beta)}};
+}
+
+TEST_P(CpuVecGemmMatMul, TakesThePackedPathAndMatchesReference) {
+  SKIP_UNLESS_CHOSEN();
+  const VecCase& c = GetParam();
+  GraphBuilder g;
+  std::vector<ir::Value*> ins{g.input("a", c.a), g.constant(random_tensor(c.b, 2))};
+  std::vector<Tensor> inputs{random_tensor(c.a, 1)};
+  if (c.has_bias) ins.push_back(g.constant(random_tensor(c.bias, 3)));
+  std::vector<int64_t> yd(c.a.begin(), c.a.end() - 1);
+  yd.push_back(c.bias.empty() ? c.b.back() : c.bias.back());
+  if (c.with_z) {
+    if (!c.has_bias) ins.push_back(nullptr);
+    ins.push_back(g.input("z", yd));
+    inputs.push_back(random_tensor(yd, 4));
+  }
+  const bool fused = c.op == "FusedMatMul";
+  g.output(g.node(c.op, ins, c.attrs, fused ? 1 : 13, fused ? "com.ferry" : ""));
+  ir::Graph& graph = g.finish();
+  auto backend = make_backend("cpu");
+  auto k = (*backend)->create_kernel(*graph.nodes[0]);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_EQ((*k)->name().rfind("cpu:vec:gemm_packed_avx2", 0), 0u) << (*k)->name();
+  auto cpu = run_graph(graph, "cpu", inputs);
+  auto ref = run_graph(graph, "reference", inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  expect_close((*cpu)[0], (*ref)[0], 1e-4f, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Linear, CpuVecGemmMatMul,
+    ::testing::Values(
+        VecCase{"plain", "MatMul", {40, 300}, {300, 200}, {}, false, {}},
+        VecCase{"folded_batch", "MatMul", {2, 20, 128}, {128, 96}, {}, false, {}},
+        VecCase{"bias_gelu", "FusedMatMul", {2, 20, 128}, {128, 250}, {250}, true, post_ops({"Gelu"}, {0}, {0})},
+        VecCase{"relu_no_bias", "FusedMatMul", {30, 64}, {64, 64}, {}, false, post_ops({"Relu"}, {0}, {0})},
+        VecCase{"bias_residual", "FusedMatMul", {2, 20, 96}, {96, 80}, {80}, true, post_ops({"sum"}, {0}, {0}), true},
+        VecCase{"residual_then_relu_no_bias", "FusedMatMul", {24, 128}, {128, 100}, {}, false,
+                post_ops({"sum", "Relu"}, {0, 0}, {0, 0}), true},
+        VecCase{"trans_b_silu_mul", "FusedMatMul", {20, 600}, {530, 600}, {530}, true,
+                post_ops({"Silu", "Mul"}, {0, 0.5f}, {0, 0}, 1)},
+        VecCase{"gemm_trans_b_beta", "Gemm", {20, 512}, {600, 512}, {600}, true,
+                {{"transB", int_attr(1)}, {"beta", float_attr(0.5f)}}}),
+    [](const ::testing::TestParamInfo<VecCase>& i) { return i.param.name; });
+
+// One executor, several batch sizes: the pack adopted as B's initializer serves each, and the
+// adopted initializer reads back as the original weights.
+TEST(CpuVecGemmMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
+  SKIP_UNLESS_CHOSEN();
+  GraphBuilder g;
+  Tensor w = random_tensor({256, 160}, 5);
+  ir::Value* wv = g.constant(w);
+  g.output(g.node("MatMul", {g.dynamic_input("a", {32, 256}), wv}, {}, 13));
+  ir::Graph& graph = g.finish();
+  auto cpu_backend = make_backend("cpu");
+  runtime::Executor ex(std::move(cpu_backend).value());
+  ASSERT_TRUE(ex.prepare(graph).ok());
+  for (int64_t rows : {32, 48, 20}) {
+    Tensor a = random_tensor({rows, 256}, 6 + rows);
+    runtime::Scope scope;
+    scope.values[graph.inputs[0]] = a;
+    ASSERT_TRUE(ex.run_graph(graph, scope, nullptr).ok());
+    auto want = run_graph(graph, "reference", {a});
+    ASSERT_TRUE(want.ok());
+    auto got = scope.values[graph.outputs[0]].tensor.plain();
+    ASSERT_TRUE(got.ok());
+    expect_close(*got, (*want)[0], 1e-4f, "rows " + std::to_string(rows));
+  }
+  EXPECT_EQ(ex.main_plan()->kernels[0]->name(), "cpu:vec:gemm_packed_avx2");
+  if (!wv->initializer.is_plain()) {  // adopted (dynamic shapes plan lazily: it may stay plain)
+    auto back = wv->initializer.plain();
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(std::memcmp(back->data<float>(), w.data<float>(), w.numel() * sizeof(float)), 0);
+  }
+}
+
+}  // namespace
+}  // namespace ferry::backends::cpu::testing
