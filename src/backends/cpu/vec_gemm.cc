@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <vector>
 
 #include "backends/cpu/isa_probe.h"
 
@@ -41,13 +43,12 @@ VecGemmChoice choose() {
   return c;
 }
 
-// One register tile: C[MR x ncols] (+)= A[MR x kc] * Bpanel[kc x 16]. a: row 0 of the tile at the
-// slice's first k, lda apart; b: the panel's first row of the slice (16 floats a row, aligned);
-// accumulate: add to C (a later K slice) instead of overwriting it.
+// One register tile: C[MR x ncols] (+)= A[MR x kc] * Bpanel[kc x 16]. a: the tile's rows of the
+// slice packed k-major (kMR floats a k, rows past MR unused); b: the panel's first row of the slice
+// (16 floats a row, aligned); accumulate: add to C (a later K slice) instead of overwriting it.
 template <int MR>
-__attribute__((target("avx2,fma"))) void tile(const float* __restrict a, int64_t lda, const float* __restrict b,
-                                              int64_t kc, float* __restrict c, int64_t ldc, bool accumulate,
-                                              int64_t ncols) {
+__attribute__((target("avx2,fma"))) void tile(const float* __restrict a, const float* __restrict b, int64_t kc,
+                                              float* __restrict c, int64_t ldc, bool accumulate, int64_t ncols) {
   __m256 lo[MR], hi[MR];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
@@ -55,7 +56,7 @@ __attribute__((target("avx2,fma"))) void tile(const float* __restrict a, int64_t
     const __m256 b0 = _mm256_load_ps(b + k * kNR), b1 = _mm256_load_ps(b + k * kNR + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+      const __m256 av = _mm256_broadcast_ss(a + k * kMR + r);
       lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
       hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
     }
@@ -85,20 +86,32 @@ __attribute__((target("avx2,fma"))) void tile(const float* __restrict a, int64_t
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, bool, int64_t);
+using TileFn = void (*)(const float*, const float*, int64_t, float*, int64_t, bool, int64_t);
 constexpr TileFn kTiles[kMR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-// Rows [i0, i1) x panels [p0, p1) of C, the whole depth, slice by slice.
+// Rows [i0, i1) x panels [p0, p1) of C, the whole depth, slice by slice. Each slice of the block's
+// rows of A is first copied k-major per tile into `apack` (kMC x kKC floats): the tiles then read
+// it sequentially, where reading A's rows in place put the 6 rows of a tile into one L1 set whenever
+// a row is a multiple of 4 KiB (K = 3072: 20% slower than ONNX Runtime on 1576x3072x768).
 void block(const float* a, int64_t K, int64_t N, const float* packed, float* c, int64_t i0, int64_t i1, int64_t p0,
-           int64_t p1) {
+           int64_t p1, float* apack) {
   for (int64_t k0 = 0; k0 < K; k0 += kKC) {
     const int64_t kc = std::min(kKC, K - k0);
     for (int64_t i = i0; i < i1; i += kMR) {
       const int64_t mr = std::min<int64_t>(kMR, i1 - i);
-      const TileFn fn = kTiles[mr];
-      for (int64_t p = p0; p < p1; ++p)
-        fn(a + i * K + k0, K, packed + (p * K + k0) * kNR, kc, c + i * N + p * kNR, N, k0 > 0,
-           std::min(kNR, N - p * kNR));
+      float* dst = apack + (i - i0) * kc;
+      for (int64_t r = 0; r < mr; ++r) {
+        const float* src = a + (i + r) * K + k0;
+        for (int64_t k = 0; k < kc; ++k) dst[k * kMR + r] = src[k];
+      }
+    }
+    // Panels outer, tiles inner: a panel's slice (16 KB) stays in L1 while the tiles' A (6 KB each)
+    // come from L2 (the other order read 16 KB of B from L2 per tile).
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* bp = packed + (p * K + k0) * kNR;
+      const int64_t ncols = std::min(kNR, N - p * kNR);
+      for (int64_t i = i0; i < i1; i += kMR)
+        kTiles[std::min<int64_t>(kMR, i1 - i)](apack + (i - i0) * kc, bp, kc, c + i * N + p * kNR, N, k0 > 0, ncols);
     }
   }
 }
@@ -160,11 +173,18 @@ void VecPackedB::multiply(const float* a, int64_t m, float* c) const {
   // Blocks in column-major order: with a static schedule each thread takes a contiguous run of
   // column blocks, so the threads read disjoint parts of B.
   const bool parallel = threads > 1 && blocks > 1 && m * n_ * k_ >= (int64_t{1} << 18);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < blocks; ++t) {
-    const int64_t cb = t / row_blocks, rb = t % row_blocks;
-    block(a, k_, n_, data_.get(), c, rb * kMC, std::min(m, (rb + 1) * kMC), cb * kNCPanels,
-          std::min(panels, (cb + 1) * kNCPanels));
+#pragma omp parallel if (parallel)
+  {
+    // Each thread's A slices (144 KB): kept per thread (a fresh allocation per call of this size is
+    // an mmap with its page faults), not on worker stacks.
+    thread_local std::vector<float> apack;
+    if (apack.size() < static_cast<size_t>(kMC * kKC)) apack.resize(static_cast<size_t>(kMC * kKC));
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < blocks; ++t) {
+      const int64_t cb = t / row_blocks, rb = t % row_blocks;
+      block(a, k_, n_, data_.get(), c, rb * kMC, std::min(m, (rb + 1) * kMC), cb * kNCPanels,
+            std::min(panels, (cb + 1) * kNCPanels), apack.data());
+    }
   }
 }
 
