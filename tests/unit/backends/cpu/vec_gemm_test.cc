@@ -3,7 +3,7 @@
 // splits) and unpacks bit for bit (-0.0, inf and NaN included); on CPUs where it is chosen (AVX2
 // without AVX-512) Linear layers take it, with every post-op, Bias or none, the residual and Gemm's
 // transB / beta matching the reference backend, and an adopted pack serves a second batch size.
-#include "unit/backends/cpu/conv_test_util.h"
+#include "unit/backends/cpu/linear_case_util.h"
 
 #include <omp.h>
 
@@ -87,97 +87,35 @@ TEST(VecPackedB, RefusesWhatItCannotPack) {
   EXPECT_FALSE(VecPackedB::pack(Tensor(DType::kInt32, {4, 4}), false).ok());
 }
 
-struct VecCase {
-  std::string name;
-  std::string op;
-  std::vector<int64_t> a, b, bias;
-  bool has_bias;
-  Attrs attrs;
-  bool with_z = false;
-};
-
-void PrintTo(const VecCase& c, std::ostream* os) { *os << c.name; }
-
-class CpuVecGemmMatMul : public ::testing::TestWithParam<VecCase> {};
-
-Attrs post_ops(std::vector<std::string> ops, std::vector<float> alpha, std::vector<float> beta, int trans_b = 0) {
-  return {{"trans_a", int_attr(0)},        {"trans_b", int_attr(trans_b)},       {"alpha", float_attr(1.f)},
-          {"post_ops", strings_attr(ops)}, {"post_op_alpha", floats_attr(alpha)}, {"post_op_beta", floats_attr(beta)}};
-}
+class CpuVecGemmMatMul : public ::testing::TestWithParam<LinearCase> {};
 
 TEST_P(CpuVecGemmMatMul, TakesThePackedPathAndMatchesReference) {
   SKIP_UNLESS_CHOSEN();
-  const VecCase& c = GetParam();
-  GraphBuilder g;
-  std::vector<ir::Value*> ins{g.input("a", c.a), g.constant(random_tensor(c.b, 2))};
-  std::vector<Tensor> inputs{random_tensor(c.a, 1)};
-  if (c.has_bias) ins.push_back(g.constant(random_tensor(c.bias, 3)));
-  std::vector<int64_t> yd(c.a.begin(), c.a.end() - 1);
-  yd.push_back(c.bias.empty() ? c.b.back() : c.bias.back());
-  if (c.with_z) {
-    if (!c.has_bias) ins.push_back(nullptr);
-    ins.push_back(g.input("z", yd));
-    inputs.push_back(random_tensor(yd, 4));
-  }
-  const bool fused = c.op == "FusedMatMul";
-  g.output(g.node(c.op, ins, c.attrs, fused ? 1 : 13, fused ? "com.ferry" : ""));
-  ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
-  auto k = (*backend)->create_kernel(*graph.nodes[0]);
-  ASSERT_TRUE(k.ok()) << k.status().to_string();
-  EXPECT_EQ((*k)->name().rfind("cpu:vec:gemm_packed_avx2", 0), 0u) << (*k)->name();
-  auto cpu = run_graph(graph, "cpu", inputs);
-  auto ref = run_graph(graph, "reference", inputs);
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-  expect_close((*cpu)[0], (*ref)[0], 1e-4f, c.name);
+  check_linear_case(GetParam(), "cpu:vec:gemm_packed_avx2");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Linear, CpuVecGemmMatMul,
     ::testing::Values(
-        VecCase{"plain", "MatMul", {40, 300}, {300, 200}, {}, false, {}},
-        VecCase{"folded_batch", "MatMul", {2, 20, 128}, {128, 96}, {}, false, {}},
-        VecCase{"bias_gelu", "FusedMatMul", {2, 20, 128}, {128, 250}, {250}, true, post_ops({"Gelu"}, {0}, {0})},
-        VecCase{"relu_no_bias", "FusedMatMul", {30, 64}, {64, 64}, {}, false, post_ops({"Relu"}, {0}, {0})},
-        VecCase{"bias_residual", "FusedMatMul", {2, 20, 96}, {96, 80}, {80}, true, post_ops({"sum"}, {0}, {0}), true},
-        VecCase{"residual_then_relu_no_bias", "FusedMatMul", {24, 128}, {128, 100}, {}, false,
-                post_ops({"sum", "Relu"}, {0, 0}, {0, 0}), true},
-        VecCase{"trans_b_silu_mul", "FusedMatMul", {20, 600}, {530, 600}, {530}, true,
-                post_ops({"Silu", "Mul"}, {0, 0.5f}, {0, 0}, 1)},
-        VecCase{"gemm_trans_b_beta", "Gemm", {20, 512}, {600, 512}, {600}, true,
-                {{"transB", int_attr(1)}, {"beta", float_attr(0.5f)}}}),
-    [](const ::testing::TestParamInfo<VecCase>& i) { return i.param.name; });
+        LinearCase{"plain", "MatMul", {40, 300}, {300, 200}, {}, false, {}},
+        LinearCase{"folded_batch", "MatMul", {2, 20, 128}, {128, 96}, {}, false, {}},
+        LinearCase{"bias_gelu", "FusedMatMul", {2, 20, 128}, {128, 250}, {250}, true, linear_post_ops({"Gelu"}, {0}, {0})},
+        LinearCase{"relu_no_bias", "FusedMatMul", {30, 64}, {64, 64}, {}, false, linear_post_ops({"Relu"}, {0}, {0})},
+        LinearCase{"bias_residual", "FusedMatMul", {2, 20, 96}, {96, 80}, {80}, true, linear_post_ops({"sum"}, {0}, {0}),
+                   true},
+        LinearCase{"residual_then_relu_no_bias", "FusedMatMul", {24, 128}, {128, 100}, {}, false,
+                   linear_post_ops({"sum", "Relu"}, {0, 0}, {0, 0}), true},
+        LinearCase{"trans_b_silu_mul", "FusedMatMul", {20, 600}, {530, 600}, {530}, true,
+                   linear_post_ops({"Silu", "Mul"}, {0, 0.5f}, {0, 0}, 1)},
+        LinearCase{"gemm_trans_b_beta", "Gemm", {20, 512}, {600, 512}, {600}, true,
+                   {{"transB", int_attr(1)}, {"beta", float_attr(0.5f)}}}),
+    [](const ::testing::TestParamInfo<LinearCase>& i) { return i.param.name; });
 
-// One executor, several batch sizes: the pack adopted as B's initializer serves each, and the
-// adopted initializer reads back as the original weights.
+// One executor, three batch sizes: the pack adopted as B's initializer serves each, and the adopted
+// initializer reads back as the original weights bit for bit.
 TEST(CpuVecGemmMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
   SKIP_UNLESS_CHOSEN();
-  GraphBuilder g;
-  Tensor w = random_tensor({256, 160}, 5);
-  ir::Value* wv = g.constant(w);
-  g.output(g.node("MatMul", {g.dynamic_input("a", {32, 256}), wv}, {}, 13));
-  ir::Graph& graph = g.finish();
-  auto cpu_backend = make_backend("cpu");
-  runtime::Executor ex(std::move(cpu_backend).value());
-  ASSERT_TRUE(ex.prepare(graph).ok());
-  for (int64_t rows : {32, 48, 20}) {
-    Tensor a = random_tensor({rows, 256}, 6 + rows);
-    runtime::Scope scope;
-    scope.values[graph.inputs[0]] = a;
-    ASSERT_TRUE(ex.run_graph(graph, scope, nullptr).ok());
-    auto want = run_graph(graph, "reference", {a});
-    ASSERT_TRUE(want.ok());
-    auto got = scope.values[graph.outputs[0]].tensor.plain();
-    ASSERT_TRUE(got.ok());
-    expect_close(*got, (*want)[0], 1e-4f, "rows " + std::to_string(rows));
-  }
-  EXPECT_EQ(ex.main_plan()->kernels[0]->name(), "cpu:vec:gemm_packed_avx2");
-  if (!wv->initializer.is_plain()) {  // adopted (dynamic shapes plan lazily: it may stay plain)
-    auto back = wv->initializer.plain();
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(std::memcmp(back->data<float>(), w.data<float>(), w.numel() * sizeof(float)), 0);
-  }
+  check_adopted_pack(256, 160, {32, 48, 20}, "cpu:vec:gemm_packed_avx2", /*exact_zero_sign=*/true);
 }
 
 }  // namespace
