@@ -7,11 +7,11 @@
 // is used as before (this kernel is not chosen there unless FERRY_CPU_VEC_GEMM=1).
 //
 // The pack: B as panels of 16 columns, each panel K rows of 16 floats (64 bytes, aligned), the last
-// panel's missing columns zero. C is computed in blocks (144 rows x 192 columns) spread over the
-// OpenMP threads, each block in 256-deep slices of K: the slice of the block's A rows is copied
-// k-major per 6-row tile (sequential reads, no cache-set conflicts between rows), then each panel's
-// slice (16 KB, in L1) meets every tile (from L2) in a 6x16 register tile: 12 accumulators, 2 B
-// loads and 6 A broadcasts per k. unpack() rebuilds B exactly (a permutation of its values), so the pack can
+// panel's missing columns zero. C is computed in blocks (144 rows x 384 columns, narrower where
+// that leaves a thread idle) spread over the OpenMP threads, each block in 384-deep slices of K: the
+// slice of the block's A rows is copied k-major per 6-row tile (sequential reads, no cache-set
+// conflicts between rows), then each panel's slice (24 KB, in L1) meets every tile (from L2) in a
+// 6x16 register tile: 12 accumulators, 2 B loads and 6 A broadcasts per k. unpack() rebuilds B exactly (a permutation of its values), so the pack can
 // replace the original weight (adopt_vec_packed) and the model holds its weights once.
 #pragma once
 #include <cstdint>

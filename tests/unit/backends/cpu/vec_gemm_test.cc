@@ -40,9 +40,9 @@ TEST(VecPackedB, MultipliesAcrossTilesSlicesAndBlocks) {
   struct Shape {
     int64_t K, N;
   };
-  // K 300: two K slices (256 + 44); N 17 / 31: a last panel of 1 / 15 columns; N 400: three column
-  // blocks (192 + 192 + 16).
-  for (Shape s : {Shape{1, 1}, Shape{7, 16}, Shape{300, 17}, Shape{64, 31}, Shape{513, 400}})
+  // K 513 / 800: two / three K slices (384 + 129, 384 + 384 + 32); N 17 / 31: a last panel of 1 / 15
+  // columns; N 400: two column blocks (384 + 16), more where the threads need them.
+  for (Shape s : {Shape{1, 1}, Shape{7, 16}, Shape{300, 17}, Shape{64, 31}, Shape{513, 400}, Shape{800, 40}})
     for (bool trans : {false, true}) {
       Tensor b = random_tensor(trans ? std::vector<int64_t>{s.N, s.K} : std::vector<int64_t>{s.K, s.N}, 11);
       auto packed = VecPackedB::pack(b, trans);
