@@ -326,6 +326,23 @@ class MatMulKernel : public Kernel {
     return true;
   }
 
+  // `pack` made once for the constant B (MKL's or the own GEMM's, P): the pack behind an adopted B, or B
+  // packed now (oneDNN's adopted pack for another shape is unpacked once for that); false when packing
+  // fails or the pack is for other dims.
+  template <class P>
+  bool ensure_pack(std::shared_ptr<P>& pack, std::shared_ptr<P> (*adopted)(const Tensor&), const Tensor& const_b,
+                   int64_t K, int64_t N) const {
+    if (!pack) pack = adopted(const_b);
+    if (!pack) {
+      auto plain_b = const_b.plain();
+      if (!plain_b.ok()) return false;
+      auto packed = P::pack(*plain_b, trans_b_);
+      if (!packed.ok()) return false;
+      pack = std::move(packed).value();
+    }
+    return pack->k() == K && pack->n() == N;
+  }
+
   // The packed-GEMM path (MKL's, else the own AVX2 one) for a plan oneDNN can run: B constant and 2-D,
   // A rows dense, fp32, no alpha, a row Bias; false (the oneDNN path stays) when any of that fails or
   // the epilogue has no oneDNN kernel.
@@ -334,29 +351,9 @@ class MatMulKernel : public Kernel {
     // The own GEMM first where it is chosen (CPUs without AVX-512), MKL (Intel) on the others.
     const bool vec = vec_gemm_enabled() && K >= kVecMinK && N >= kVecMinN && rows >= kVecMinRows;
     const bool mkl = !vec_gemm_enabled() && mkl_enabled() && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
-    if (vec) {
-      if (!vec_b_) vec_b_ = vec_pack_of(const_b);
-      if (!vec_b_) {
-        auto plain_b = const_b.plain();  // oneDNN's adopted pack for another shape: unpacked once
-        if (!plain_b.ok()) return false;
-        auto packed = VecPackedB::pack(*plain_b, trans_b_);
-        if (!packed.ok()) return false;
-        vec_b_ = std::move(packed).value();
-      }
-      if (vec_b_->k() != K || vec_b_->n() != N) return false;
-    }
     if (!mkl && !vec) return false;
-    if (mkl && !mkl_b_) {
-      mkl_b_ = mkl_pack_of(const_b);
-      if (!mkl_b_) {
-        auto plain_b = const_b.plain();  // oneDNN's adopted pack for another shape: unpacked once
-        if (!plain_b.ok()) return false;
-        auto packed = MklPackedB::pack(*plain_b, trans_b_);
-        if (!packed.ok()) return false;
-        mkl_b_ = std::move(packed).value();
-      }
-    }
-    if (mkl && (mkl_b_->k() != K || mkl_b_->n() != N)) return false;
+    if (vec ? !ensure_pack(vec_b_, vec_pack_of, const_b, K, N) : !ensure_pack(mkl_b_, mkl_pack_of, const_b, K, N))
+      return false;
     try {
       dnnl::post_ops po;
       if (!append_chain(po, p.z_md, p.epilogue_z_po)) return false;
