@@ -3,7 +3,9 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "backends/backend_options.h"
 #include "core/status.h"
 #include "ir/graph.h"
 #include "ops/op.h"
@@ -52,11 +54,21 @@ class Backend {
   virtual std::string name() const = 0;
   virtual bool supports(const ir::Node& node) const = 0;
   virtual Result<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node) = 0;
+  // Whether nodes the precision pass marks for bf16 compute natively in bf16 here, and why (reports
+  // say "native" or "EMULATED" from this). The default: bf16 is emulated (fp32 on rounded values).
+  virtual bool native_bf16(std::string* why) const {
+    if (why) *why = "the " + name() + " backend computes bf16 nodes in fp32 on bf16-rounded values";
+    return false;
+  }
+  // The kernel choices this backend made for this machine, one line each ("GEMM: own packed AVX2
+  // (AVX2 CPU without AVX-512)"), for `ferry doctor` and reports; empty where it has no choices.
+  virtual std::vector<std::string> kernel_choices() const { return {}; }
 };
 
 std::unique_ptr<Backend> make_reference_backend();
-std::unique_ptr<Backend> make_cpu_backend();  // oneDNN + vectorized kernels (backends/cpu/)
+// oneDNN + vectorized kernels (backends/cpu/); applies options.threads (OpenMP is process-wide).
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
 // By name ("reference", "cpu"); the error lists the available backends.
-Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const BackendOptions& options = {});
 
 }  // namespace ferry::backends

@@ -46,20 +46,6 @@ int run_compare_cmd(const CompareArgs& a) {
   tools::compare::CompareOptions o;
   o.model = a.model;
   o.candidate = session_options(a.session);
-  // With a target and no --precision, the target's default precision applies (Ascend: fp16).
-  passes::PrecisionMode shown = o.candidate.precision.mode;
-  std::string target_part;
-  if (!a.session.target.empty()) {
-    auto t = targets::load_target(a.session.target);
-    if (!t.ok()) return report_error(t.status());
-    if (a.session.precision.empty()) {
-      auto m = passes::parse_precision(t->default_precision);
-      if (m.ok()) shown = *m;
-    }
-    target_part = "target " + t->name + (t->emulated ? " (EMULATED on this CPU), " : ", ");
-  }
-  o.candidate_label = fmt::format("{}{} backend, opt level {}, precision {}", target_part, a.session.backend,
-                                  a.session.opt_level, passes::describe(shown, a.session.backend));
   o.candidate_dir = a.candidate_dir;
   o.golden = *golden;
   o.inputs = *inputs;

@@ -7,7 +7,8 @@
 #include "cli/commands.h"
 #include "cli/session_flags.h"
 #include "tools/compile.h"
-#include "tools/dynamic_shapes.h"
+#include "tools/run_inputs.h"
+#include "runtime/dynamic_shapes.h"
 
 namespace ferry::cli {
 
@@ -26,19 +27,22 @@ std::string without_flag(const Status& s) {
 struct CompileArgs {
   std::string model, output, gears, dynamic_dims;
   std::vector<std::string> shapes;
-  int opt_level = 2;
-  SessionFlags precision;  // only the precision flags are registered
+  SessionFlags session;  // precision, target, opt level and cpu kernel flags (not --backend/--threads)
 };
 
 int run_compile(const CompileArgs& a) {
   tools::CompileRequest req;
   req.model_path = a.model;
   req.output_path = a.output;
-  req.opt_level = a.opt_level;
-  req.precision = session_options(a.precision).precision;
+  const runtime::SessionOptions so = session_options(a.session);
+  req.prepare.opt_level = so.opt_level;
+  req.prepare.precision = so.precision;
+  req.prepare.precision_given = so.precision_given;
+  req.prepare.target = so.target;
+  req.cpu = so.backend_options.cpu;
   for (const std::string& s : a.shapes) {
-    if (tools::is_range_shape(s)) {
-      auto ranged = tools::parse_input_range(s);
+    if (runtime::is_range_shape(s)) {
+      auto ranged = runtime::parse_input_range(s);
       if (!ranged.ok()) return report_error(ranged.status());
       if (!req.input_ranges.emplace(ranged->first, ranged->second).second) {
         std::fprintf(stderr, "error: --input-shape %s is given twice\n", ranged->first.c_str());
@@ -46,9 +50,9 @@ int run_compile(const CompileArgs& a) {
       }
       continue;
     }
-    auto parsed = tools::parse_input_shape(s);
+    auto parsed = tools::parse_shape_arg(s, "--input-shape");
     if (!parsed.ok()) return report_error(parsed.status());  // checked by the parser already
-    if (!req.input_shapes.emplace(parsed->first, parsed->second).second) {
+    if (!req.prepare.input_shapes.emplace(parsed->first, parsed->second).second) {
       std::fprintf(stderr, "error: --input-shape %s is given twice\n", parsed->first.c_str());
       return 2;
     }
@@ -59,7 +63,7 @@ int run_compile(const CompileArgs& a) {
     req.dynamic_batch = *g;
   }
   if (!a.dynamic_dims.empty()) {
-    auto g = tools::parse_dynamic_dims(a.dynamic_dims);
+    auto g = runtime::parse_dynamic_dims(a.dynamic_dims);
     if (!g.ok()) return report_error(g.status());
     req.dynamic_dims = *g;
   }
@@ -77,17 +81,17 @@ CommandFn add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compile", "Optimize an ONNX model and write it as an offline .ferry file");
   cmd->add_option("MODEL", args->model, "the .onnx model")->required();
   cmd->add_option("-o,--output", args->output, "the .ferry file to write")->required()->type_name("OUT.ferry");
-  cmd->add_option("--input-shape", args->shapes,
+  cmd->add_option("--input-shape,--shape", args->shapes,
                   "fix an input's shape before optimizing (repeatable); a dim may be a range 1~8 (checked at run time, "
                   "as ATC's --input_shape ranges) or -1 (any size, or the dims --dynamic-dims fills)")
-      ->type_name("NAME:DIMS")
+      ->type_name("NAME=DIMS")
       ->check(CLI::Validator(
           [](std::string& s) {
-            if (tools::is_range_shape(s)) {
-              auto r = tools::parse_input_range(s);
+            if (runtime::is_range_shape(s)) {
+              auto r = runtime::parse_input_range(s);
               return r.ok() ? std::string() : without_flag(r.status());
             }
-            auto r = tools::parse_input_shape(s);
+            auto r = tools::parse_shape_arg(s, "--input-shape");
             return r.ok() ? std::string() : without_flag(r.status());
           },
           "NAME:DIMS", "input shape"));
@@ -107,13 +111,11 @@ CommandFn add_compile_command(CLI::App& app) {
       ->type_name("\"1,224,224;1,320,320\"")
       ->check(CLI::Validator(
           [](std::string& s) {
-            auto r = tools::parse_dynamic_dims(s);
+            auto r = runtime::parse_dynamic_dims(s);
             return r.ok() ? std::string() : without_flag(r.status());
           },
           "GEARS", "dims gears"));
-  cmd->add_option("--opt-level", args->opt_level, "0: none, 1: cleanup and folding, 2: + fusions (default), 3: + layout")
-      ->check(CLI::Range(0, 3));
-  add_precision_flags(cmd, args->precision);
+  add_prepare_flags(cmd, args->session);
   return [args] { return run_compile(*args); };
 }
 

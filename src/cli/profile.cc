@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 #include "tools/profile.h"
 
 namespace ferry::cli {
@@ -44,7 +44,7 @@ int run_profile_cmd(const ProfileArgs& a) {
   o.progress = progress;
   if (a.batch > 0) {
     // --batch N: dim 0 of every input with a dynamic batch; other dynamic dims still need --shape.
-    auto m = tools::open_model(a.model);
+    auto m = runtime::open_model(a.model);
     if (!m.ok()) return report_error(m.status());
     for (const ir::Value* v : (*m)->graph->inputs) {
       if (v->is_constant() || !v->shape || v->shape->empty() || o.inputs.shapes.count(v->name) || o.inputs.files.count(v->name))

@@ -15,7 +15,7 @@
 #include "core/shape.h"
 #include "runtime/session.h"
 #include "tools/compare/dump.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::cli {
@@ -48,7 +48,7 @@ int run_run(const RunArgs& a) {
   runtime::SessionOptions so = session_options(a.session);
   so.input_shapes = opts.shapes;
   so.memory_arena = !a.no_arena;
-  auto session = tools::open_session(a.model, so);
+  auto session = runtime::ModelSession::open(a.model, so);
   if (!session.ok()) return report_error(session.status());
   progress(fmt::format("loaded in {:.2f} s", seconds_since(t0)));
 
@@ -91,9 +91,10 @@ int run_run(const RunArgs& a) {
   }
   // A .ferry file was optimized when it was compiled; --opt-level does not apply to it.
   const format::CompileOptions* compiled = (*session)->compile_options();
+  const runtime::Session& ran = (*session)->session(0);
   const std::string precision =
-      compiled ? compiled->precision : passes::describe((*session)->session(0).precision_report().mode, a.session.backend);
-  if (const std::string& t = (*session)->session(0).target_label(); !t.empty()) std::printf("target %s\n", t.c_str());
+      ran.precision_report().mode == passes::PrecisionMode::kFp32 ? "fp32" : ran.precision_description();
+  if (const std::string t = ran.target_label(); !t.empty()) std::printf("target %s\n", t.c_str());
   std::printf("ran in %.3f s (%s backend, opt level %d%s%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "",
               precision == "fp32" ? "" : (", precision " + precision).c_str());

@@ -18,7 +18,44 @@ struct SessionFlags {
   std::string keep_fp32_file;
   bool keep_io_types = false;
   std::string mixlist;
+  // The cpu backend's kernel choices (backends/backend_options.h); "auto" lets it decide.
+  std::string cpu_gemm = "auto", cpu_bf16 = "auto", cpu_winograd = "auto", cpu_blocked_1x1 = "auto",
+              cpu_own_depthwise = "auto";
 };
+
+// --cpu-gemm, --cpu-bf16, ...: which kernels the cpu backend takes where it has a choice (`ferry
+// doctor` shows what `auto` picks on this machine and why).
+inline void add_cpu_flags(CLI::App* cmd, SessionFlags& f) {
+  const auto choice = CLI::IsMember({"auto", "on", "off"});
+  cmd->add_option("--cpu-gemm", f.cpu_gemm,
+                  "GEMM for fp32 Linear layers with constant weights: 'mkl' (Intel MKL packed sgemm), 'own' (ferry's "
+                  "packed AVX2 GEMM), 'onednn', or 'auto' (default: own without AVX-512, MKL on Intel, else oneDNN)")
+      ->check(CLI::IsMember({"auto", "mkl", "own", "onednn"}))
+      ->type_name("KIND")
+      ->group("CPU kernels");
+  cmd->add_option("--cpu-bf16", f.cpu_bf16,
+                  "native bf16 Conv/MatMul for bf16 nodes: auto (AMX, or avx512_bf16 measured at least as fast as fp32), "
+                  "on, off (fp32 arithmetic on bf16-rounded values)")
+      ->check(choice)->type_name("auto|on|off")->group("CPU kernels");
+  cmd->add_option("--cpu-winograd", f.cpu_winograd, "oneDNN's Winograd 3x3 convolutions where measured faster (auto/on) or never (off)")
+      ->check(choice)->type_name("auto|on|off")->group("CPU kernels");
+  cmd->add_option("--cpu-blocked-1x1", f.cpu_blocked_1x1,
+                  "1x1 convolutions on the nChw16c jit_1x1 kernel (AVX-512): auto (streaming CNNs), on (every one), off")
+      ->check(choice)->type_name("auto|on|off")->group("CPU kernels");
+  cmd->add_option("--cpu-own-depthwise", f.cpu_own_depthwise,
+                  "ferry's channels-last depthwise convolution instead of oneDNN's: on, or off/auto (default: off)")
+      ->check(choice)->type_name("auto|on|off")->group("CPU kernels");
+}
+
+inline backends::CpuOptions cpu_options(const SessionFlags& f) {
+  backends::CpuOptions o;  // CLI11 checked every value
+  o.gemm = backends::parse_gemm(f.cpu_gemm).value();
+  o.bf16 = backends::parse_choice(f.cpu_bf16, "--cpu-bf16").value();
+  o.winograd = backends::parse_choice(f.cpu_winograd, "--cpu-winograd").value();
+  o.blocked_1x1 = backends::parse_choice(f.cpu_blocked_1x1, "--cpu-blocked-1x1").value();
+  o.own_depthwise = backends::parse_choice(f.cpu_own_depthwise, "--cpu-own-depthwise").value();
+  return o;
+}
 
 // The --precision help: every mode with its ATC equivalent (docs/precision.md has the details).
 inline const char* kPrecisionHelp =
@@ -46,20 +83,14 @@ inline void add_precision_flags(CLI::App* cmd, SessionFlags& f) {
       ->type_name("FILE.json");
 }
 
-inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
-  cmd->add_option("--backend", f.backend,
-                  "kernels to run on: 'cpu' (oneDNN and vectorized kernels; nodes it lacks run their reference "
-                  "kernel) or 'reference' (the plain reference kernels, the correctness oracle); default cpu")
-      ->check(CLI::IsMember({"cpu", "reference"}))
-      ->type_name("NAME");
+// What decides the prepared graph (runtime/prepare.h) and the kernels: --opt-level, precision flags,
+// --target, --cpu-*. `compile` takes these; commands that run also take add_session_flags' rest.
+inline void add_prepare_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--opt-level", f.opt_level,
-                  "graph optimization before running: 0 none, 1 cleanup (dead code, identities, constant folding), "
-                  "2 + fusions (default), 3 + layout")
+                  "graph optimization: 0 none, 1 cleanup (dead code, identities, constant folding), "
+                  "2 + fusions (default), 3 the same as 2 (no layout passes yet)")
       ->check(CLI::Range(0, 3))
       ->type_name("0..3");
-  cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
-      ->check(CLI::PositiveNumber)
-      ->type_name("N");
   add_precision_flags(cmd, f);
   cmd->add_option("--target", f.target,
                   "run as on this target (built-in: cpu, reference, ascend310p, ascend910b; or a profile file, "
@@ -67,13 +98,27 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                   "unless --precision says otherwise. ascend* targets have no local device: they are EMULATED on "
                   "this CPU (the device's numerics, CPU timings)")
       ->type_name("NAME|FILE");
+  add_cpu_flags(cmd, f);
+}
+
+inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--backend", f.backend,
+                  "kernels to run on: 'cpu' (oneDNN and vectorized kernels; nodes it lacks run their reference "
+                  "kernel) or 'reference' (the plain reference kernels, the correctness oracle); default cpu")
+      ->check(CLI::IsMember({"cpu", "reference"}))
+      ->type_name("NAME");
+  cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  add_prepare_flags(cmd, f);
 }
 
 inline runtime::SessionOptions session_options(const SessionFlags& f) {
   runtime::SessionOptions so;
   so.backend = f.backend;
   so.opt_level = f.opt_level;
-  so.threads = f.threads;
+  so.backend_options.threads = f.threads;
+  so.backend_options.cpu = cpu_options(f);
   so.precision.mode = passes::parse_precision(f.precision.empty() ? "fp32" : f.precision).value();  // CLI11 checked it
   so.precision_given = !f.precision.empty();
   so.target = f.target;

@@ -31,6 +31,8 @@ struct CompileOptions {
   std::string source_path;
   uint64_t source_size = 0;
   int64_t source_mtime_ns = 0;
+  std::string target;       // "" none; else the placement and default precision were decided for it
+  std::string cpu_options;  // backends::to_string(CpuOptions) asked for at compile time
 };
 
 // Limits the reader enforces (beyond the file's own size); defaults fit every real model.

@@ -325,6 +325,8 @@ Status check_compile_options(const fb::CompileOptions* c, CompileOptions& o) {
   o.source_path = str(c->source_path());
   o.source_size = c->source_size();
   o.source_mtime_ns = c->source_mtime_ns();
+  o.target = str(c->target());
+  o.cpu_options = str(c->cpu_options());
   return Status();
 }
 

@@ -231,7 +231,8 @@ Status write_model(const ir::Model& model, const CompileOptions& opts, const std
   std::vector<fbs::Offset<fb::InputShape>> shapes;
   for (const auto& [name, dims] : opts.input_shapes) shapes.push_back(fb::CreateInputShapeDirect(b, name.c_str(), &dims));
   auto copts = fb::CreateCompileOptionsDirect(b, opts.opt_level, &shapes, &opts.dynamic_batch, opts.precision.c_str(),
-                                              opts.source_path.c_str(), opts.source_size, opts.source_mtime_ns);
+                                              opts.source_path.c_str(), opts.source_size, opts.source_mtime_ns,
+                                              opts.target.c_str(), opts.cpu_options.c_str());
   std::vector<fbs::Offset<fb::OpsetImport>> opsets;
   for (const auto& o : model.opsets) opsets.push_back(fb::CreateOpsetImportDirect(b, o.domain.c_str(), o.version));
   std::vector<fbs::Offset<fb::KeyValue>> meta;

@@ -128,6 +128,63 @@ std::string Graph::fresh_name(const std::string& base) {
   return n;
 }
 
+void Graph::clone_into(Graph& out, std::map<const Value*, Value*>& map) const {
+  out.name = name;
+  out.fresh_counter_ = fresh_counter_;
+  for (const auto& v : values) {
+    auto c = std::make_unique<Value>(*v);
+    c->graph = &out;
+    c->producer = nullptr;  // set below, once the nodes exist
+    map[v.get()] = c.get();
+    out.by_name_[c->name] = c.get();
+    out.values.push_back(std::move(c));
+  }
+  auto mapped = [&map](const Value* v) -> Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    // Not in the map: an outer-scope value of a subgraph cloned alone; it keeps pointing there.
+    return it == map.end() ? const_cast<Value*>(v) : it->second;
+  };
+  for (const auto& n : nodes) {
+    auto c = std::make_unique<Node>(*n);
+    for (Value*& in : c->inputs) in = mapped(in);
+    for (Value*& o : c->outputs) o = mapped(o);
+    for (size_t i = 0; i < c->outputs.size(); ++i)
+      if (c->outputs[i] && c->outputs[i]->graph == &out) c->outputs[i]->producer = c.get();
+    for (auto& [attr_name, a] : c->attrs) {
+      if (a.g) {
+        auto g = std::make_shared<Graph>();
+        g->parent = &out;
+        a.g->clone_into(*g, map);
+        a.g = std::move(g);
+      }
+      for (auto& sub : a.graphs) {
+        auto g = std::make_shared<Graph>();
+        g->parent = &out;
+        sub->clone_into(*g, map);
+        sub = std::move(g);
+      }
+    }
+    out.nodes.push_back(std::move(c));
+  }
+  for (const Value* v : inputs) out.inputs.push_back(mapped(v));
+  for (const Value* v : outputs) out.outputs.push_back(mapped(v));
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto out = std::make_unique<Graph>();
+  out->parent = parent;
+  std::map<const Value*, Value*> map;
+  clone_into(*out, map);
+  return out;
+}
+
+std::unique_ptr<Model> Model::clone() const {
+  auto m = std::make_unique<Model>(*this);
+  m->graph = graph ? std::shared_ptr<Graph>(graph->clone()) : nullptr;
+  return m;
+}
+
 int64_t Model::opset_for(const std::string& domain) const {
   std::string d = domain == "ai.onnx" ? "" : domain;
   for (const auto& o : opsets) {

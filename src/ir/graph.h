@@ -109,8 +109,16 @@ class Graph {
   // Constant values (initializers) of this graph.
   std::vector<Value*> initializers() const;
   std::string fresh_name(const std::string& base);
+  // A deep copy: new Values and Nodes (provenance, ONNX names, attributes and subgraphs included),
+  // references to outer-scope values pointing into the copy's ancestors. Constant tensors share their
+  // buffers with the original: passes never write into an initializer, they replace it. A subgraph is
+  // cloned with its parent; clone the model (Model::clone) to copy a whole tree.
+  std::unique_ptr<Graph> clone() const;
 
  private:
+  // Copies this graph into `out` (whose parent is already the copy of this graph's parent); `map`
+  // holds original -> copy for every value of the ancestors, and gets this graph's values added.
+  void clone_into(Graph& out, std::map<const Value*, Value*>& map) const;
   std::map<std::string, Value*> by_name_;
   int64_t fresh_counter_ = 0;
 };
@@ -130,6 +138,9 @@ struct Model {
   std::string source_path;  // file it came from
 
   int64_t opset_for(const std::string& domain) const;  // 0 when not imported
+  // A deep copy (Graph::clone) with the same opsets, metadata and source path: a command that needs a
+  // model twice (golden and candidate, one per gear) copies it instead of reading the file again.
+  std::unique_ptr<Model> clone() const;
 };
 
 // Checks structural invariants: every input is produced before use (topological order, outer scope

@@ -34,13 +34,7 @@ std::string to_string(PrecisionMode m) {
   return "?";
 }
 
-namespace {
-bool (*g_native_bf16_probe)(std::string* why) = nullptr;
-}  // namespace
-
-void set_native_bf16_probe(bool (*probe)(std::string* why)) { g_native_bf16_probe = probe; }
-
-std::string describe(PrecisionMode m, const std::string& backend) {
+std::string describe(PrecisionMode m, const std::string& backend, bool native_bf16, const std::string& why) {
   switch (m) {
     case PrecisionMode::kFp32: return "fp32";
     case PrecisionMode::kFp16:
@@ -48,16 +42,10 @@ std::string describe(PrecisionMode m, const std::string& backend) {
       return to_string(m) + " (emulated: tensors rounded to fp16, arithmetic in fp32)";
     case PrecisionMode::kBf16:
     case PrecisionMode::kMixedBf16:
-      if (backend != "cpu")
-        return to_string(m) + " (EMULATED on the " + backend + " backend: tensors rounded to bf16, arithmetic in fp32)";
-      if (!g_native_bf16_probe)
-        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul in native bf16 where that is faster on this CPU)";
-      {
-        std::string why;
-        if (g_native_bf16_probe(&why))
-          return to_string(m) + " (tensors rounded to bf16; Conv/MatMul native bf16 on the cpu backend: " + why + ")";
-        return to_string(m) + " (EMULATED: tensors rounded to bf16, arithmetic in fp32; " + why + ")";
-      }
+      if (native_bf16)
+        return to_string(m) + " (tensors rounded to bf16; Conv/MatMul native bf16 on the " + backend + " backend: " + why + ")";
+      return to_string(m) + " (EMULATED on the " + backend + " backend: tensors rounded to bf16, arithmetic in fp32" +
+             (why.empty() ? "" : "; " + why) + ")";
   }
   return "?";
 }

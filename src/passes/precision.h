@@ -52,13 +52,10 @@ struct PrecisionReport {
 
 Result<PrecisionMode> parse_precision(const std::string& s);  // "fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16"
 std::string to_string(PrecisionMode m);
-// "fp16 (emulated: fp16 storage, fp32 compute)", "bf16 (native on avx512_bf16 ...)", "fp32".
-// `backend`: the one that runs the model ("cpu" native bf16 where the CPU has it; any other backend
-// computes bf16 nodes in fp32 on the rounded values, so its bf16 is EMULATED).
-std::string describe(PrecisionMode m, const std::string& backend = "cpu");
-// What describe() says of bf16 depends on the machine: the cpu backend registers its probe (the choice
-// of backends/cpu/isa_probe.h, with its reason in `why`) so reports say "native" or "EMULATED" and why.
-void set_native_bf16_probe(bool (*probe)(std::string* why));
+// "fp16 (emulated: fp16 storage, fp32 compute)", "bf16 (... native bf16 on the cpu backend: AMX)", "fp32".
+// `backend` runs the model; `native_bf16` and `why` are what it says of its bf16 compute
+// (backends::Backend::native_bf16; runtime::describe_precision asks it).
+std::string describe(PrecisionMode m, const std::string& backend, bool native_bf16, const std::string& why);
 // The ATC --precision_mode value a mode corresponds to.
 std::string atc_equivalent(PrecisionMode m);
 bool is_low(PrecisionMode m);

@@ -69,6 +69,8 @@ class Executor {
   // `primary` gets every node it supports; the rest run on the reference backend.
   // `use_arena` false: the memory plan is still made (and shown) but no arena is allocated.
   explicit Executor(std::unique_ptr<backends::Backend> primary, bool use_arena = true);
+  // The backend that gets every node it supports.
+  const backends::Backend& backend() const { return *primary_; }
   // Prepares the plans of the main graph `g` and all its subgraphs now, so bad nodes are reported at
   // load time, then plans the main graph's memory and allocates the arena. Constants of `g` that one
   // kernel prepacked are replaced by that packed copy (Kernel::adopt_constant): afterwards such
@@ -94,7 +96,7 @@ class Executor {
   Status plan_memory_for(const ir::Graph& g, GraphPlan& plan);
   Status refine_plan();
 
-  std::unique_ptr<backends::Backend> primary_;
+  std::unique_ptr<backends::Backend> primary_;  // backend() below
   std::unique_ptr<backends::Backend> reference_;
   std::map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
   const ir::Graph* main_graph_ = nullptr;

@@ -7,12 +7,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
 #include "runtime/executor.h"
-#include "targets/placement.h"
-#include "targets/target.h"
 
 namespace ferry::runtime {
 
@@ -78,106 +75,46 @@ Status check_input(const ir::Value& decl, const RtValue& v, std::map<std::string
   return Status();
 }
 
-// Checks a fixed input shape (SessionOptions::input_shapes) against the graph's declaration.
-Status check_fixed_shape(const ir::Graph& g, const std::string& name, const std::vector<int64_t>& dims) {
-  const ir::Value* decl = g.find_local_value(name);
-  if (!decl || !decl->is_graph_input || decl->is_constant()) {
-    std::string names;
-    for (const ir::Value* v : g.inputs)
-      if (!v->is_constant()) names += (names.empty() ? "" : ", ") + v->name;
-    return Status::invalid("a shape is given for unknown input '" + name + "'; the model's inputs are: " +
-                           (names.empty() ? "(none)" : names));
-  }
-  for (int64_t d : dims)
-    if (d < 0) return Status::invalid("the shape given for input '" + name + "' has a negative dimension");
-  if (decl->kind != ir::ValueKind::kTensor)
-    return Status::invalid("a shape is given for input '" + name + "', which is not a tensor");
-  if (!decl->shape) return Status();
-  const Shape& s = *decl->shape;
-  if (s.size() != dims.size())
-    return Status::invalid("the shape " + dims_to_string(dims) + " given for input '" + name + "' has rank " +
-                           std::to_string(dims.size()) + " but the model declares " + shape_to_string(s));
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i].is_static() && s[i].value != dims[i])
-      return Status::invalid("the shape " + dims_to_string(dims) + " given for input '" + name +
-                             "' contradicts the model's " + shape_to_string(s) + " (dimension " + std::to_string(i) +
-                             " differs)");
-  return Status();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(path));
+  frontend::ImportOptions imp;
+  imp.allow_newer_opset = opts.allow_newer_opset;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(path, imp));
   return from_model(std::move(model), opts);
 }
 
 Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> model, const SessionOptions& opts) {
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<backends::Backend> backend, backends::make_backend(opts.backend));
-  if (opts.opt_level < 0 || opts.opt_level > 3)
-    return Status::invalid("optimization level " + std::to_string(opts.opt_level) + " is not one of 0, 1, 2, 3");
-  if (opts.threads < 0) return Status::invalid("thread count " + std::to_string(opts.threads) + " is negative");
+  PrepareReport report;
+  FERRY_RETURN_IF_ERROR(prepare(*model, opts, &report));
+  return from_prepared(std::move(model), opts, std::move(report));
+}
+
+Result<std::unique_ptr<Session>> Session::from_prepared(std::unique_ptr<ir::Model> model, const SessionOptions& opts,
+                                                        PrepareReport report) {
+  if (opts.backend_options.threads < 0)
+    return Status::invalid("thread count " + std::to_string(opts.backend_options.threads) + " is negative");
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<backends::Backend> backend,
+                         backends::make_backend(opts.backend, opts.backend_options));
   keep_freed_memory_once();
   std::unique_ptr<Session> s(new Session());
   s->model_ = std::move(model);
   s->opts_ = opts;
-  ir::Graph& g = *s->model_->graph;
-  std::map<std::string, int64_t> symbols;  // a symbolic dim fixed in one input is fixed in all
-  for (const auto& [name, dims] : opts.input_shapes) {
-    FERRY_RETURN_IF_ERROR(check_fixed_shape(g, name, dims));
-    const ir::Value* decl = g.find_local_value(name);
-    if (decl->shape)
-      for (size_t i = 0; i < dims.size(); ++i)
-        if (const Dim& d = (*decl->shape)[i]; !d.is_static() && !d.symbol.empty()) symbols.emplace(d.symbol, dims[i]);
-  }
-  for (ir::Value* in : g.inputs) {
-    if (opts.input_shapes.count(in->name) || !in->shape) continue;
-    for (Dim& d : *in->shape)
-      if (auto it = symbols.find(d.symbol); !d.is_static() && !d.symbol.empty() && it != symbols.end())
-        d = Dim(it->second);
-  }
-  // A target: place the imported (ONNX) nodes before optimizing, so host nodes are known by their ONNX
-  // names, which keep-fp32 matches through fusion.
-  passes::PrecisionOptions precision = opts.precision;
-  if (!opts.target.empty()) {
-    auto t = targets::load_target(opts.target);
-    if (!t.ok()) return t.status();
-    FERRY_ASSIGN_OR_RETURN(std::optional<targets::Target> host, targets::load_host_target(*t));
-    if (!opts.precision_given) {
-      auto m = passes::parse_precision(t->default_precision);
-      if (!m.ok()) return m.status().with_context("target " + t->name);
-      precision.mode = *m;
-    }
-    const auto places = targets::place_graph(*t, host ? &*host : nullptr, *s->model_->graph);
-    int on_host = 0;
-    for (size_t i = 0; i < places.size() && i < s->model_->graph->nodes.size(); ++i)
-      if (places[i].placement == targets::Placement::kHost || places[i].placement == targets::Placement::kUnsupported) {
-        precision.keep_fp32.push_back(s->model_->graph->nodes[i]->name);
-        ++on_host;
-      }
-    s->target_label_ = t->name + (t->emulated ? " (EMULATED on this CPU: the device's numerics, CPU timings)" : "") +
-                       (on_host ? ", " + std::to_string(on_host) + " node(s) on the host in fp32" : "");
-  }
-  if (opts.opt_level > 0 || !opts.input_shapes.empty()) {
-    passes::OptimizeOptions po;
-    po.opt_level = opts.opt_level;
-    po.input_shapes = opts.input_shapes;
-    Status st = passes::optimize(*s->model_, po, &s->pass_reports_);
-    if (!st.ok()) return st.with_context("while optimizing " + s->model_->source_path);
-  }
-  {
-    // Also at fp32: reading the keep list / mixlist reports a bad file even when it would change nothing.
-    Status st = passes::apply_precision(*s->model_, precision, &s->precision_report_);
-    if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(precision.mode));
-  }
-  // OpenMP's thread count is process-wide: the last session loaded with a count sets it.
-  if (opts.threads > 0) backends::cpu::set_num_threads(opts.threads);
+  s->prepared_ = std::move(report);
   s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena);
   Status st = s->executor_->prepare(*s->model_->graph);
   if (!st.ok()) return st.with_context(s->model_->source_path);
   release_load_memory();
   return s;
 }
+
+std::string Session::precision_description() const {
+  std::string why;
+  const bool native = executor_->backend().native_bf16(&why);
+  return passes::describe(prepared_.precision.mode, executor_->backend().name(), native, why);
+}
+
+std::vector<std::string> Session::kernel_choices() const { return executor_->backend().kernel_choices(); }
 
 Session::~Session() = default;
 

@@ -11,34 +11,21 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
-#include "passes/pipeline.h"
-#include "passes/precision.h"
+#include "runtime/prepare.h"
 
 namespace ferry::runtime {
 
-struct SessionOptions {
+// How a model is prepared (PrepareOptions: shapes, opt level, precision, target; prepare.h) and run.
+// One struct through every command, so what one stage was told every stage knows.
+struct SessionOptions : PrepareOptions {
   std::string backend = "reference";
-  // Concrete shapes for inputs (by input name, e.g. from `--shape`): fixed in the graph at load, so
-  // shapes re-infer statically, shape subgraphs fold and the memory planner can place more tensors.
-  // They must agree with the declared rank and static dims; runs must then feed exactly these shapes.
-  std::map<std::string, std::vector<int64_t>> input_shapes;
-  // Graph optimization level for passes::optimize (0: none ... 3, see passes/pipeline.h). The library
-  // default is 0 (the graph runs as imported); the CLI defaults to 2.
-  int opt_level = 0;
-  // Threads for the cpu backend's kernels (OpenMP; process-wide); 0 keeps the default (all cores).
-  int threads = 0;
+  // Threads for the cpu backend's kernels and which kernels it takes where it has a choice.
+  backends::BackendOptions backend_options;
   // Place static intermediates in one planned arena (executor.h). Off: every tensor is allocated as it
   // is produced (for debugging memory issues and measuring what the arena saves).
   bool memory_arena = true;
-  // Precision mode (passes/precision.h), applied after the optimizer: fp16/bf16 storage emulation,
-  // mixed lists, keep-fp32 entries. fp32 (the default) changes nothing.
-  passes::PrecisionOptions precision;
-  // A target (targets/target.h: built-in name or profile file). Its backend runs the model; nodes its
-  // device cannot run (host fallback, unsupported) stay fp32 on the host; a target without a local
-  // device (ascend*) is emulated: its numerics on this CPU. When `precision_given` is false the
-  // target's default precision applies (Ascend: fp16, as ATC).
-  std::string target;
-  bool precision_given = true;
+  // Reject a model whose default-domain opset is newer than ferry knows (frontend ImportOptions).
+  bool allow_newer_opset = false;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.
@@ -60,10 +47,15 @@ class Executor;
 class Session {
  public:
   ~Session();
-  // Loads a model file (.onnx), imports it, infers shapes, prepares the plan.
+  // Loads an ONNX file, imports it, prepares it (prepare.h) and plans it. (ModelSession::open also
+  // opens .ferry files and picks gears.)
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
+  // Prepares `model` with opts (prepare.h) and plans it.
   static Result<std::unique_ptr<Session>> from_model(std::unique_ptr<ir::Model> model,
                                                      const SessionOptions& opts = {});
+  // A model prepared already (a .ferry file's graph): only planned. `report` says how it was prepared.
+  static Result<std::unique_ptr<Session>> from_prepared(std::unique_ptr<ir::Model> model, const SessionOptions& opts,
+                                                        PrepareReport report);
 
   const ir::Model& model() const { return *model_; }
   const ir::Graph& graph() const { return *model_->graph; }
@@ -87,12 +79,18 @@ class Session {
   }
 
   const SessionOptions& options() const { return opts_; }
+  // How the model was prepared: passes, precision, placement.
+  const PrepareReport& prepare_report() const { return prepared_; }
   // What each optimization pass did at load (empty at opt_level 0).
-  const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
+  const std::vector<passes::PassReport>& pass_reports() const { return prepared_.passes; }
   // What the precision pass did at load (mode fp32 and zero counts when it did not run).
-  const passes::PrecisionReport& precision_report() const { return precision_report_; }
+  const passes::PrecisionReport& precision_report() const { return prepared_.precision; }
   // "ascend310p (emulated on this CPU: ...)", "" without a target.
-  const std::string& target_label() const { return target_label_; }
+  std::string target_label() const { return runtime::target_label(prepared_); }
+  // The precision that ran, described with what the backend says of bf16 (native or emulated).
+  std::string precision_description() const;
+  // The backend's kernel choices on this machine (cpu: GEMM, bf16, ...), one line each.
+  std::vector<std::string> kernel_choices() const;
   // The prepared executor: kernels per node and the memory plan (for `inspect --plan`).
   const Executor& executor() const { return *executor_; }
 
@@ -101,9 +99,7 @@ class Session {
   std::unique_ptr<ir::Model> model_;
   std::unique_ptr<class Executor> executor_;
   SessionOptions opts_;
-  std::vector<passes::PassReport> pass_reports_;
-  passes::PrecisionReport precision_report_;
-  std::string target_label_;
+  PrepareReport prepared_;
   NodeHook hook_;
   HookMode hook_mode_ = HookMode::kKeep;
   std::mutex run_mutex_;

@@ -19,7 +19,7 @@
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
 #include "runtime/session.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools {
 
@@ -340,7 +340,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   r.model = o.model;
   r.backend = o.backend;
   r.opt_level = o.opt_level;
-  r.precision = passes::describe(o.precision.mode, o.backend);
+  r.precision = runtime::describe_precision(o.precision.mode, o.backend, {0, o.cpu});
   r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.warmup = o.warmup;
   r.measure = o.measure;
@@ -377,8 +377,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     auto t0 = Clock::now();
     // A .ferry file opens through the model loader (its graph is already optimized; a geared file runs the
     // gear that fits the batch); an .onnx file is imported and optimized for this batch's shapes.
-    const bool ferry_file = detect_model_file(o.model) == ModelFileKind::kFerry;
-    auto model = ferry_file ? open_model(o.model) : frontend::load_onnx(o.model);
+    const bool ferry_file = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kFerry;
+    auto model = ferry_file ? runtime::open_model(o.model) : frontend::load_onnx(o.model);
     if (!model.ok()) return model.status();
     auto shapes = resolve_batch_shapes(*(*model)->graph, o.inputs.shapes, want);
     if (!shapes.ok()) return shapes.status();
@@ -390,12 +390,13 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     so.precision = o.precision;
     so.target = o.target;
     so.precision_given = o.precision_given;
-    so.threads = r.threads;
-    std::unique_ptr<ModelRunner> runner;
+    so.backend_options.threads = r.threads;
+    so.backend_options.cpu = o.cpu;
+    std::unique_ptr<runtime::ModelSession> runner;
     std::unique_ptr<runtime::Session> own_session;
     if (ferry_file) {
       model->reset();
-      auto opened = open_session(o.model, so);
+      auto opened = runtime::ModelSession::open(o.model, so);
       if (!opened.ok()) return opened.status();
       runner = std::move(opened).value();
     } else {
@@ -405,7 +406,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     }
     {
       runtime::Session& first = runner ? runner->session(0) : *own_session;
-      r.precision = passes::describe(first.precision_report().mode, o.backend);  // the target's default may apply
+      r.precision = first.precision_description();  // the target's default may apply
       r.target = first.target_label();
     }
     BatchResult br;

@@ -17,6 +17,7 @@
 
 #include "core/status.h"
 #include "ir/graph.h"
+#include "backends/backend_options.h"
 #include "passes/precision.h"
 #include "tools/run_inputs.h"
 
@@ -113,6 +114,7 @@ struct BenchOptions {
   passes::PrecisionOptions precision;  // fp16 runs are emulated: the report says so
   std::string target;                  // runtime::SessionOptions::target
   bool precision_given = true;
+  backends::CpuOptions cpu;            // the cpu backend's kernel choices
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();

@@ -11,7 +11,7 @@
 
 #include "passes/pipeline.h"
 #include "targets/partition.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools {
 
@@ -53,8 +53,8 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   FERRY_ASSIGN_OR_RETURN(std::optional<targets::Target> host, targets::load_host_target(target));
   frontend::ImportOptions imp;
   imp.check_ops = false;  // checking a model ferry cannot run is part of the point
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, open_model(path, imp));
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, open_model(path, imp));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(path, imp));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, runtime::open_model(path, imp));
 
   CheckReport rep;
   rep.model = path;
@@ -90,7 +90,7 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   if (!st.ok()) {
     rep.findings.push_back("constant folding with fixed shapes failed (" + st.to_string() +
                            "); placed as written");
-    FERRY_ASSIGN_OR_RETURN(model, open_model(path, imp));
+    FERRY_ASSIGN_OR_RETURN(model, runtime::open_model(path, imp));
   }
   ir::Graph& g = *model->graph;
 

@@ -11,8 +11,9 @@
 
 #include "format/ferry_file.h"
 #include "frontend/onnx/import.h"
-#include "tools/dynamic_shapes.h"
-#include "tools/model_loader.h"
+#include "targets/placement.h"
+#include "runtime/dynamic_shapes.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools {
 
@@ -51,13 +52,9 @@ Result<std::vector<int64_t>> parse_dims(const std::string& text, const std::stri
 Status make_batch_symbolic(ir::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes) {
   ir::Graph& g = *model.graph;
   for (const auto& [name, dims] : shapes) {
-    ir::Value* v = g.find_local_value(name);
-    if (!v || !v->is_graph_input || v->is_constant())
-      return Status::invalid("--input-shape names '" + name + "', which is not a model input");
-    if (v->shape && v->shape->size() != dims.size())
-      return Status::invalid("--input-shape " + name + ":" + dims_to_string(dims) + " has rank " +
-                             std::to_string(dims.size()) + " but '" + name + "' is " + v->type_string());
+    FERRY_RETURN_IF_ERROR(runtime::check_fixed_shape(g, name, dims).with_context("--input-shape"));
     if (dims.empty()) return Status::invalid("--input-shape " + name + ": a scalar has no batch dimension");
+    ir::Value* v = g.find_local_value(name);
     v->shape = to_shape(dims);
   }
   std::string symbol;
@@ -88,20 +85,19 @@ Status make_batch_symbolic(ir::Model& model, const std::map<std::string, std::ve
 
 
 // --input-shape ranges and --dynamic-dims: the dims stay symbolic in the stored graph and what the
-// model accepts goes into its metadata (tools/dynamic_shapes.h), which the loader enforces.
+// model accepts goes into its metadata (runtime/dynamic_shapes.h), which the loader enforces.
 Status apply_dynamic_shapes(ir::Model& model, const CompileRequest& req, CompileReport& r) {
   if (req.input_ranges.empty() && req.dynamic_dims.empty()) return Status();
   if (!req.dynamic_batch.empty())
     return Status::invalid("--dynamic-batch cannot be combined with --dynamic-dims or --input-shape ranges");
   ir::Graph& g = *model.graph;
-  for (const auto& [name, dims] : req.input_shapes) {
-    ir::Value* v = g.find_local_value(name);
-    if (!v || !v->is_graph_input) return Status::invalid("--input-shape names '" + name + "', which is not a model input");
-    v->shape = to_shape(dims);
+  for (const auto& [name, dims] : req.prepare.input_shapes) {
+    FERRY_RETURN_IF_ERROR(runtime::check_fixed_shape(g, name, dims).with_context("--input-shape"));
+    g.find_local_value(name)->shape = to_shape(dims);
   }
-  FERRY_RETURN_IF_ERROR(apply_ranges(g, req.input_ranges));
+  FERRY_RETURN_IF_ERROR(runtime::apply_ranges(g, req.input_ranges));
   if (!req.dynamic_dims.empty()) {
-    auto pos = dynamic_positions(g);
+    auto pos = runtime::dynamic_positions(g);
     std::string where;
     for (const auto& [name, dim] : pos) where += (where.empty() ? "" : ", ") + name + " dim " + std::to_string(dim);
     if (pos.empty())
@@ -111,31 +107,22 @@ Status apply_dynamic_shapes(ir::Model& model, const CompileRequest& req, Compile
       return Status::invalid("--dynamic-dims: each gear gives " + std::to_string(req.dynamic_dims[0].size()) +
                              " value(s), but the model has " + std::to_string(pos.size()) + " dynamic input dim(s) (" +
                              where + ")");
-    r.dynamic_dims = dims_gears_to_string(req.dynamic_dims);
-    model.metadata[kDynamicDimsKey] = r.dynamic_dims;
+    r.dynamic_dims = runtime::dims_gears_to_string(req.dynamic_dims);
+    model.metadata[runtime::kDynamicDimsKey] = r.dynamic_dims;
   } else {
-    InputRanges ranged;
+    runtime::InputRanges ranged;
     for (const auto& [name, dims] : req.input_ranges)
       for (const auto& d : dims)
         if (d.first != d.second) ranged[name] = dims;
     if (!ranged.empty()) {
-      r.input_ranges = ranges_to_string(ranged);
-      model.metadata[kInputRangesKey] = r.input_ranges;
+      r.input_ranges = runtime::ranges_to_string(ranged);
+      model.metadata[runtime::kInputRangesKey] = r.input_ranges;
     }
   }
   return Status();
 }
 
 }  // namespace
-
-Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(const std::string& arg) {
-  size_t colon = arg.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return Status::invalid("--input-shape '" + arg + "': expected NAME:DIMS, e.g. input:1,3,224,224");
-  std::string name = arg.substr(0, colon);
-  FERRY_ASSIGN_OR_RETURN(auto dims, parse_dims(arg.substr(colon + 1), "--input-shape " + name));
-  return std::make_pair(name, dims);
-}
 
 Result<std::vector<int64_t>> parse_gears(const std::string& arg) {
   FERRY_ASSIGN_OR_RETURN(auto gears, parse_dims(arg, "--dynamic-batch"));
@@ -150,9 +137,21 @@ Result<std::vector<int64_t>> parse_gears(const std::string& arg) {
   return gears;
 }
 
+namespace {
+
+// The nodes the target put on the host, one "name<TAB>placement<TAB>reason" line each, for the file's
+// metadata (runtime::kHostNodesKey): reports on the compiled file count what was decided here.
+std::string host_nodes_text(const runtime::PrepareReport& rep) {
+  std::string s;
+  for (const auto& [name, p] : rep.placement)
+    if (p.placement == targets::Placement::kHost || p.placement == targets::Placement::kUnsupported)
+      s += name + "\t" + targets::placement_name(p.placement) + "\t" + p.reason + "\n";
+  return s;
+}
+
+}  // namespace
+
 Result<CompileReport> compile_model(const CompileRequest& req) {
-  if (req.opt_level < 0 || req.opt_level > 3)
-    return Status::invalid("--opt-level " + std::to_string(req.opt_level) + " is not 0..3");
   const auto t0 = std::chrono::steady_clock::now();
   CompileReport r;
   r.output_path = req.output_path;
@@ -162,26 +161,25 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   r.nodes_before = count_nodes(*model->graph);
 
   const auto t1 = std::chrono::steady_clock::now();
-  passes::OptimizeOptions oo;
-  oo.opt_level = req.opt_level;
-  if (req.dynamic_batch.empty()) {
-    oo.input_shapes = req.input_shapes;
-  } else {
-    FERRY_RETURN_IF_ERROR(make_batch_symbolic(*model, req.input_shapes).with_context(req.model_path));
+  runtime::PrepareOptions po = req.prepare;
+  if (!req.dynamic_batch.empty()) {
+    // The stored graph keeps a symbolic batch; each gear is fixed when the file is loaded.
+    FERRY_RETURN_IF_ERROR(make_batch_symbolic(*model, req.prepare.input_shapes).with_context(req.model_path));
+    po.input_shapes.clear();
   }
   FERRY_RETURN_IF_ERROR(apply_dynamic_shapes(*model, req, r).with_context(req.model_path));
-  Status st = passes::optimize(*model, oo, &r.passes);
-  if (!st.ok()) return st.with_context("while optimizing " + req.model_path);
-  st = passes::apply_precision(*model, req.precision, &r.precision);
-  if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(req.precision.mode));
+  FERRY_RETURN_IF_ERROR(runtime::prepare(*model, po, &r.prepared));
   r.optimize_s = since(t1);
   r.nodes_after = count_nodes(*model->graph);
+  if (std::string hosts = host_nodes_text(r.prepared); !hosts.empty()) model->metadata[runtime::kHostNodesKey] = hosts;
 
   format::CompileOptions co;
-  co.opt_level = req.opt_level;
-  co.input_shapes = req.input_shapes;
+  co.opt_level = req.prepare.opt_level;
+  co.input_shapes = req.prepare.input_shapes;
   co.dynamic_batch = req.dynamic_batch;
-  co.precision = passes::to_string(req.precision.mode);
+  co.precision = passes::to_string(r.prepared.precision.mode);
+  co.target = req.prepare.target;
+  co.cpu_options = backends::to_string(req.cpu);
   std::error_code ec;
   co.source_path = std::filesystem::absolute(req.model_path, ec).string();
   struct stat sb;
@@ -195,7 +193,7 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
 
   // Load what was written, every gear prepared: a file that would not load is not left behind.
   const auto t3 = std::chrono::steady_clock::now();
-  auto check = open_session(req.output_path);
+  auto check = runtime::ModelSession::open(req.output_path);
   if (!check.ok()) {
     std::filesystem::remove(req.output_path, ec);
     return check.status().with_context("the compiled model does not load back (nothing written)");
@@ -213,15 +211,17 @@ std::string format_compile_report(const CompileReport& r) {
   auto mib = [](uint64_t b) { return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1024.0 * 1024.0)); };
   std::string s = fmt::format("wrote {}\n", r.output_path);
   s += fmt::format("  nodes: {} -> {}\n", r.nodes_before, r.nodes_after);
-  for (const auto& p : r.passes)
+  for (const auto& p : r.prepared.passes)
     if (p.changes) s += fmt::format("    {}: {} change(s)\n", p.pass, p.changes);
+  if (!r.prepared.target.empty()) s += fmt::format("  target: {}\n", runtime::target_label(r.prepared));
   s += fmt::format("  weights: {} ({} bytes)\n", mib(r.weight_bytes), r.weight_bytes);
   s += fmt::format("  file: {} ({} bytes)\n", mib(r.file_size), r.file_size);
-  if (!r.gears.empty()) s += fmt::format("  dynamic batch: {}\n", gears_to_string(r.gears));
-  if (passes::is_low(r.precision.mode)) {
-    s += fmt::format("  precision: {}: {} node(s) low, {} fp32, {} rounding node(s)\n", passes::describe(r.precision.mode),
-                     r.precision.low_nodes, r.precision.fp32_nodes, r.precision.rounding_nodes);
-    for (const std::string& e : r.precision.unmatched) s += fmt::format("  warning: keep-fp32 entry '{}' matches no node\n", e);
+  if (!r.gears.empty()) s += fmt::format("  dynamic batch: {}\n", runtime::gears_to_string(r.gears));
+  const passes::PrecisionReport& pr = r.prepared.precision;
+  if (passes::is_low(pr.mode)) {
+    s += fmt::format("  precision: {}: {} node(s) low, {} fp32, {} rounding node(s)\n",
+                     runtime::describe_precision(pr.mode, "cpu"), pr.low_nodes, pr.fp32_nodes, pr.rounding_nodes);
+    for (const std::string& e : pr.unmatched) s += fmt::format("  warning: keep-fp32 entry '{}' matches no node\n", e);
   }
   if (!r.dynamic_dims.empty()) s += fmt::format("  dynamic dims gears: {}\n", r.dynamic_dims);
   if (!r.input_ranges.empty()) s += fmt::format("  input ranges: {}\n", r.input_ranges);

@@ -8,18 +8,23 @@
 #include <vector>
 
 #include "core/status.h"
-#include "passes/pipeline.h"
-#include "passes/precision.h"
+#include "backends/backend_options.h"
+#include "runtime/prepare.h"
 
 namespace ferry::tools {
 
 struct CompileRequest {
   std::string model_path;
   std::string output_path;
-  int opt_level = 2;
-  std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape, by input name
+  // What `run --target T --precision P --shape ...` would prepare (runtime/prepare.h): the same options
+  // give the same graph. input_shapes are --input-shape's fixed shapes (ranges below).
+  runtime::PrepareOptions prepare = [] {
+    runtime::PrepareOptions p;
+    p.opt_level = 2;
+    return p;
+  }();
+  backends::CpuOptions cpu;                                  // stored: runs of the file use them
   std::vector<int64_t> dynamic_batch;                        // --dynamic-batch gears
-  passes::PrecisionOptions precision;                        // applied after optimizing, stored in the file
   // --input-shape NAME:1~8,3,224,224 (or -1 dims): ranged dims stay symbolic, checked at run time.
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_ranges;
   // --dynamic-dims "1,224,224;1,320,320": values for every dynamic input dim, in input order.
@@ -32,13 +37,10 @@ struct CompileReport {
   uint64_t weight_bytes = 0, file_size = 0;
   std::vector<int64_t> gears;
   std::string dynamic_dims, input_ranges;  // as stored ("" none)
-  std::vector<passes::PassReport> passes;
-  passes::PrecisionReport precision;
+  runtime::PrepareReport prepared;
   double import_s = 0, optimize_s = 0, write_s = 0, check_s = 0, total_s = 0;
 };
 
-// "NAME:1,3,224,224" -> (NAME, dims); splits at the last ':' (dims never hold one, names may).
-Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(const std::string& arg);
 // "1,2,4,8" -> gears, sorted; each in 1..2^20, no duplicates.
 Result<std::vector<int64_t>> parse_gears(const std::string& arg);
 

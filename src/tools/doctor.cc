@@ -15,9 +15,8 @@
 #include <dnnl.hpp>
 #include <fmt/format.h>
 
+#include "backends/backend.h"
 #include "backends/cpu/isa_probe.h"
-#include "backends/cpu/mkl_gemm.h"
-#include "backends/cpu/vec_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "tools/bench.h"
 
@@ -138,12 +137,13 @@ DoctorReport run_doctor() {
                : "");
   add("kernels", "vectorized kernels (Highway)", backends::cpu::vec_math_target());
   {
-    const backends::cpu::Bf16Choice& b = backends::cpu::bf16_choice();
-    add("kernels", "bf16 Conv/MatMul", std::string(b.native ? "native" : "emulated") + " (" + b.why + ")");
-    const backends::cpu::MklChoice& m = backends::cpu::mkl_choice();
-    add("kernels", "MKL sgemm (fp32 Linear)", std::string(m.used ? "used" : "not used") + " (" + m.why + ")");
-    const backends::cpu::VecGemmChoice& v = backends::cpu::vec_gemm_choice();
-    add("kernels", "own packed GEMM (fp32 Linear)", std::string(v.used ? "used" : "not used") + " (" + v.why + ")");
+    // What the cpu backend takes by default on this machine (each row can be forced by a --cpu-* flag).
+    const auto backend = backends::make_backend("cpu", {});
+    if (backend.ok())
+      for (const std::string& line : (*backend)->kernel_choices()) {
+        const size_t colon = line.find(": ");
+        add("kernels", line.substr(0, colon), colon == std::string::npos ? "" : line.substr(colon + 2));
+      }
     const int n = std::max(1, omp_get_max_threads());
     const double peak = backends::cpu::measure_fp32_peak_gflops(n);
     if (peak > 0)

@@ -1,5 +1,5 @@
 #include "tools/inspect.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 #include <set>
 
@@ -189,7 +189,7 @@ ModelSummary summarize_model(const ir::Model& model) {
 Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions& opts) {
   frontend::ImportOptions io;
   io.check_ops = false;
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, open_model(path, io));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, runtime::open_model(path, io));
   if (!opts.shapes.empty()) {
     for (const auto& [name, dims] : opts.shapes) {
       ir::Value* v = model->graph->find_local_value(name);

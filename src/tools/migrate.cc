@@ -17,7 +17,7 @@
 #include "tools/compare/compare.h"
 #include "tools/compile.h"
 #include "tools/doctor.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 #include "tools/profile.h"
 #include "tools/tune_precision.h"
 
@@ -89,7 +89,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   FERRY_ASSIGN_OR_RETURN(passes::PrecisionMode mode, passes::parse_precision(precision));
   rep["target"] = {{"name", target.name}, {"emulated", target.emulated}, {"backend", target.backend},
                    {"default_precision", target.default_precision}};
-  rep["precision"] = {{"mode", precision}, {"description", passes::describe(mode)},
+  rep["precision"] = {{"mode", precision}, {"description", runtime::describe_precision(mode, target.backend)},
                       {"atc", passes::atc_equivalent(mode)}};
   FERRY_ASSIGN_OR_RETURN(MetricGoal goal, parse_metric_goal(o.metric));
   rep["metric"] = goal.text();
@@ -101,7 +101,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   };
 
   // The inputs every stage uses, written once so each stage (and each reproduce command) reads the same.
-  FERRY_ASSIGN_OR_RETURN(auto original, open_model(o.model));
+  FERRY_ASSIGN_OR_RETURN(auto original, runtime::open_model(o.model));
   InputOptions io = o.inputs;
   if (o.batch > 0)
     for (const ir::Value* v : original->graph->inputs) {
@@ -162,9 +162,11 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   CompileRequest req;
   req.model_path = o.model;
   req.output_path = ferry_file;
-  req.input_shapes = shapes;
-  req.precision.mode = mode;
-  std::string compile_cmd = "ferry compile " + model_q + " -o " + quote(ferry_file) + shape_flags + " --precision " + precision;
+  req.prepare.input_shapes = shapes;
+  req.prepare.precision.mode = mode;
+  req.prepare.target = o.target;
+  std::string compile_cmd = "ferry compile " + model_q + " -o " + quote(ferry_file) + shape_flags + " --target " +
+                            quote(o.target) + " --precision " + precision;
   auto compiled = compile_model(req);
   if (!compiled.ok()) {
     stage("compile", "failed", compiled.status().to_string(), since(t), compile_cmd);
@@ -174,24 +176,22 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   }
   res.ferry_file = ferry_file;
   rep["compile"] = {{"file", ferry_file}, {"nodes_before", compiled->nodes_before}, {"nodes_after", compiled->nodes_after},
-                    {"weight_bytes", compiled->weight_bytes}, {"low_precision_nodes", compiled->precision.low_nodes}};
+                    {"weight_bytes", compiled->weight_bytes}, {"low_precision_nodes", compiled->prepared.precision.low_nodes}};
   stage("compile", "ok",
         fmt::format("{} -> {} nodes, {} low-precision node(s), {:.1f} MiB", compiled->nodes_before, compiled->nodes_after,
-                    compiled->precision.low_nodes, compiled->file_size / 1048576.0),
+                    compiled->prepared.precision.low_nodes, compiled->file_size / 1048576.0),
         since(t), compile_cmd);
 
   // 4. compare (fp32 reference golden vs the compiled model under the target's numerics)
   runtime::SessionOptions cand;
   cand.backend = target.backend;
-  cand.threads = o.threads;
+  cand.backend_options.threads = o.threads;
   compare::Thresholds th;
   if (goal.metric == "cosine") th.cosine_min = goal.value;
   auto run_cmp = [&](const std::string& file) {
     compare::CompareOptions c;
     c.model = file;
     c.candidate = cand;
-    c.candidate_label = fmt::format("{} ({}), {}", target.name, target.emulated ? "emulated on the CPU" : target.backend,
-                                    passes::describe(mode));
     c.golden = {compare::GoldenSpec::Kind::kModel, o.model};
     c.inputs = from_dir;
     c.layerwise = true;
@@ -242,7 +242,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
     } else {
       rep["tune"] = tune_report_to_json(*tuned);
       FERRY_RETURN_IF_ERROR(write_text(keep_file, keep_list_text(*tuned)));
-      req.precision.keep_fp32_file = keep_file;
+      req.prepare.precision.keep_fp32_file = keep_file;
       auto again = compile_model(req);
       if (again.ok()) cmp = run_cmp(ferry_file);
       if (again.ok() && cmp.ok()) {

@@ -13,7 +13,7 @@
 #include "tools/bench.h"
 #include "tools/check.h"
 #include "tools/inspect.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools {
 
@@ -43,18 +43,19 @@ std::string describe_transfers(const TransferProfile& t) {
   return s;
 }
 
-// Places the model's ONNX nodes as `ferry check` does and attributes the profiled nodes to a side: a
-// fused node is on the host when any ONNX node it covers is.
-Result<TransferProfile> profile_partition(const ProfileOptions& o, const std::map<std::string, std::vector<int64_t>>& shapes,
-                                          ProfileReport& r) {
+// Attributes the profiled nodes to a side by the placement the session was prepared with (one
+// placement, one count: the same nodes `run` keeps fp32 on the host; for a .ferry file, the ones its
+// compile placed there): a fused node is on the host when any ONNX node it covers is. `ferry check`'s
+// analysis gives the transfer sizes.
+Result<TransferProfile> profile_partition(const ProfileOptions& o, const runtime::PrepareReport& prepared,
+                                          const std::map<std::string, std::vector<int64_t>>& shapes, ProfileReport& r) {
   CheckOptions co;
-  co.target = o.session.target;
+  co.target = prepared.target;
   co.input_shapes = shapes;
   FERRY_ASSIGN_OR_RETURN(CheckReport c, check_model(o.model, co));
   std::set<std::string> host;
-  for (const CheckRow& row : c.rows)
-    if (row.placement == targets::Placement::kHost || row.placement == targets::Placement::kUnsupported)
-      host.insert(row.name);
+  for (const auto& [name, p] : prepared.placement)
+    if (p.placement == targets::Placement::kHost || p.placement == targets::Placement::kUnsupported) host.insert(name);
   TransferProfile t;
   t.target = c.target;
   t.emulated = c.emulated;
@@ -79,7 +80,7 @@ Result<TransferProfile> profile_partition(const ProfileOptions& o, const std::ma
 
 Result<ProfileReport> run_profile(const ProfileOptions& o) {
   if (o.runs < 1) return Status::invalid("--runs must be at least 1");
-  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(o.model, o.session));
+  FERRY_ASSIGN_OR_RETURN(auto runner, runtime::ModelSession::open(o.model, o.session));
   FERRY_ASSIGN_OR_RETURN(auto prepared, prepare_inputs(runner->graph(), o.inputs));
   std::map<std::string, RtValue> feeds;
   for (auto& p : prepared) feeds.emplace(p.name, RtValue(p.tensor));
@@ -89,7 +90,7 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   ProfileReport r;
   r.model = o.model;
   r.backend = o.session.backend;
-  r.precision = passes::describe(s.precision_report().mode, o.session.backend);
+  r.precision = s.precision_description();
   r.runs = o.runs;
   std::map<const ir::Node*, size_t> index;
   for (size_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i].get()] = i;
@@ -158,11 +159,11 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   for (const auto& v : g.values)
     if (v->is_constant()) r.weight_bytes += v->initializer.nbytes();
   r.transfers = "none: every node runs on the " + o.session.backend + " backend in this process";
-  if (!o.session.target.empty()) {
+  if (!s.prepare_report().target.empty()) {
     std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& [name, v] : feeds)
       if (v.is_tensor()) shapes[name] = v.tensor.dims();
-    FERRY_ASSIGN_OR_RETURN(TransferProfile t, profile_partition(o, shapes, r));
+    FERRY_ASSIGN_OR_RETURN(TransferProfile t, profile_partition(o, s.prepare_report(), shapes, r));
     r.transfers = describe_transfers(t);
     r.partition = std::move(t);
   }

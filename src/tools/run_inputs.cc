@@ -92,10 +92,12 @@ bool is_regular_file(const std::string& p) {
 
 }  // namespace
 
-Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg) {
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg, const std::string& flag) {
+  // NAME=DIMS, or NAME:DIMS (ATC's and trtexec's form); dims hold neither, names may.
   size_t eq = arg.rfind('=');
+  if (eq == std::string::npos) eq = arg.rfind(':');
   if (eq == std::string::npos || eq == 0)
-    return Status::invalid("--shape '" + arg + "' must look like NAME=1,3,224,224");
+    return Status::invalid(flag + " '" + arg + "' must look like NAME=1,3,224,224 (or NAME:1,3,224,224)");
   std::string name = arg.substr(0, eq), rest = arg.substr(eq + 1);
   std::vector<int64_t> dims;
   size_t pos = 0;
@@ -107,12 +109,13 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::
     while (!tok.empty() && tok.back() == ' ') tok.remove_suffix(1);
     int64_t d = -1;
     auto r = std::from_chars(tok.data(), tok.data() + tok.size(), d);
-    if (tok.empty() || r.ec != std::errc() || r.ptr != tok.data() + tok.size() || d < 0)
-      return Status::invalid("--shape '" + arg + "': '" + std::string(tok) +
+    // Past 2^40 no dimension is real: a typo, not a shape to allocate.
+    if (tok.empty() || r.ec != std::errc() || r.ptr != tok.data() + tok.size() || d < 0 || d > (int64_t{1} << 40))
+      return Status::invalid(flag + " '" + arg + "': '" + std::string(tok) +
                              "' is not a dimension (expected non-negative integers separated by commas)");
     dims.push_back(d);
     pos = comma + 1;
-    if (comma + 1 == rest.size()) return Status::invalid("--shape '" + arg + "' ends with a comma");
+    if (comma + 1 == rest.size()) return Status::invalid(flag + " '" + arg + "' ends with a comma");
   }
   return std::make_pair(name, dims);
 }

@@ -37,7 +37,8 @@ struct PreparedInput {
 
 // "NAME=1,3,224,224" -> (NAME, dims). Splits at the last '=' (dims never contain one), so input names
 // with '=' still work. "NAME=" is a scalar. Errors name the argument.
-Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg);
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg,
+                                                                    const std::string& flag = "--shape");
 // "NAME=FILE" -> (NAME, FILE). Splits at the first '=' (paths are likelier to hold one than names).
 Result<std::pair<std::string, std::string>> parse_input_arg(const std::string& arg);
 

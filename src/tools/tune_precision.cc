@@ -10,7 +10,7 @@
 
 #include "passes/precision.h"
 #include "tools/compare/compare.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools {
 
@@ -70,7 +70,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Candidate {
-  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<runtime::ModelSession> runner;
   std::vector<std::pair<std::string, RtValue>> outputs;
 };
 
@@ -80,7 +80,7 @@ Result<Candidate> run_with(const TuneOptions& o, const std::vector<std::string>&
   runtime::SessionOptions so = o.session;
   so.precision.keep_fp32 = keep;
   Candidate c;
-  FERRY_ASSIGN_OR_RETURN(c.runner, open_session(o.model, so));
+  FERRY_ASSIGN_OR_RETURN(c.runner, runtime::ModelSession::open(o.model, so));
   if (intermediates) {
     c.runner->set_node_hook([intermediates](const ir::Node& n, const std::vector<const RtValue*>&,
                                             const std::vector<RtValue>& outs) {
@@ -94,7 +94,7 @@ Result<Candidate> run_with(const TuneOptions& o, const std::vector<std::string>&
   return c;
 }
 
-double median_ms(ModelRunner& r, const std::map<std::string, RtValue>& feeds, int runs) {
+double median_ms(runtime::ModelSession& r, const std::map<std::string, RtValue>& feeds, int runs) {
   std::vector<double> ms;
   if (!r.run(feeds).ok()) return NAN;  // warmup: the first run refines the memory plan and faults pages in
   for (int i = 0; i < runs; ++i) {
@@ -132,17 +132,17 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
     return Status::invalid("tune-precision searches fp16 or bf16 (--precision fp16|bf16), not " + passes::to_string(mode));
   TuneReport rep;
   rep.model = o.model;
-  rep.precision = passes::describe(mode, o.session.backend);
+  rep.precision = runtime::describe_precision(mode, o.session.backend, o.session.backend_options);
   rep.goal = o.goal.text();
 
   // Inputs and the golden (reference backend, fp32, every ONNX-named intermediate).
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, open_model(o.model));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, runtime::open_model(o.model));
   FERRY_ASSIGN_OR_RETURN(std::vector<PreparedInput> prepared, prepare_inputs(*stored->graph, o.inputs));
   std::map<std::string, RtValue> feeds;
   for (const PreparedInput& in : prepared) feeds.emplace(in.name, RtValue(in.tensor));
   say("running the golden (reference backend, fp32) ...");
   FERRY_ASSIGN_OR_RETURN(compare::TensorMap golden,
-                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.threads));
+                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.backend_options.threads));
 
   auto judge = [&](const std::vector<std::pair<std::string, RtValue>>& outs, TuneEvaluation& e) {
     e.pass = true;
@@ -290,7 +290,7 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
   // Speed: fp32 on the same backend.
   runtime::SessionOptions f32 = o.session;
   f32.precision = passes::PrecisionOptions();
-  FERRY_ASSIGN_OR_RETURN(auto base, open_session(o.model, f32));
+  FERRY_ASSIGN_OR_RETURN(auto base, runtime::ModelSession::open(o.model, f32));
   rep.fp32_ms = median_ms(*base, feeds, o.timing_runs);
   return rep;
 }

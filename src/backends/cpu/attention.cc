@@ -32,7 +32,7 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
 
 md dense(const std::vector<int64_t>& dims) { return md(to_dims(dims), dt::f32, to_dims(dense_strides(dims))); }
 
-bool attention_supports(const ir::Node& n) {
+bool attention_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || !n.has_input(1) || !n.has_input(2) || !n.has_output(0)) return false;
   for (int i = 0; i < n.num_inputs(); ++i)
     if (n.has_input(i) && n.inputs[i]->dtype != DType::kFloat32) return false;
@@ -235,7 +235,7 @@ class AttentionKernel : public Kernel {
   std::vector<std::unique_ptr<AttnPlan>> plans_;
 };
 
-Result<std::unique_ptr<Kernel>> create_attention(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_attention(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<AttentionKernel>(node);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));

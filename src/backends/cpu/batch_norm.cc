@@ -14,7 +14,7 @@ namespace {
 using md = dnnl::memory::desc;
 using nf = dnnl::normalization_flags;
 
-bool bn_supports(const ir::Node& n) {
+bool bn_supports(const ir::Node& n, const CpuOptions& o) {
   if (n.num_inputs() != 5) return false;
   for (int i = 0; i < 5; ++i)
     if (!n.has_input(i) || n.inputs[i]->dtype != DType::kFloat32) return false;
@@ -82,7 +82,7 @@ class BatchNormKernel : public Kernel {
   dnnl::batch_normalization_forward prim_;
 };
 
-Result<std::unique_ptr<Kernel>> create_bn(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_bn(const ir::Node& node, const CpuOptions& o) {
   return std::unique_ptr<Kernel>(new BatchNormKernel(node, may_produce_blocked(*node.outputs[0])));
 }
 

@@ -29,7 +29,7 @@ std::optional<alg> binary_alg(const std::string& op) {
 
 bool commutative(const std::string& op) { return op == "Add" || op == "Mul" || op == "Max" || op == "Min"; }
 
-bool binary_supports(const ir::Node& n) {
+bool binary_supports(const ir::Node& n, const CpuOptions& o) {
   if (n.num_inputs() != 2 || !n.has_input(0) || !n.has_input(1) || !n.has_output(0)) return false;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* v = n.inputs[i];
@@ -165,7 +165,7 @@ class BinaryKernel : public Kernel {
   std::unordered_map<int, dnnl::memory> args_;
 };
 
-Result<std::unique_ptr<Kernel>> create_binary(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_binary(const ir::Node& node, const CpuOptions& o) {
   auto a = binary_alg(node.op_type);
   if (!a) return Status::unsupported("the cpu backend has no binary kernel for " + node.label());
   return std::unique_ptr<Kernel>(new BinaryKernel(node, *a, may_produce_blocked(*node.outputs[0])));

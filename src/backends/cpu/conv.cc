@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/isa_probe.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/small_work.h"
@@ -42,7 +43,7 @@ int spatial_rank(const ir::Node& node) {
   return 0;
 }
 
-bool conv_supports(const ir::Node& node) {
+bool conv_supports(const ir::Node& node, const CpuOptions& o) {
   if (!node.has_input(0) || !node.has_input(1)) return false;
   for (int i = 0; i < node.num_inputs(); ++i)
     if (node.has_input(i) && node.inputs[i]->dtype != DType::kFloat32) return false;
@@ -66,19 +67,9 @@ dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory:
 // graphs without grouped convolutions: next to depthwise convolutions, which stay nhwc, the reorders
 // cost more than the kernel gains (mobilenet_v2 batch 8: 19.8 -> 23.6 ms). "Streams from memory": the
 // graph's largest convolution input or output at this batch takes 8 MiB or more (resnet50: 3.2 MiB a
-// sample). FERRY_CPU_BLOCKED_1X1=0 / 1 turns the rule off / on for every such 1x1 convolution. Only
+// sample). --cpu-blocked-1x1 off / on turns the rule off / on for every such 1x1 convolution. Only
 // on AVX-512: below it oneDNN has no brgconv and `any` picks the blocked jit_1x1 kernel by itself.
 constexpr int64_t kStreamingActivationBytes = int64_t{8} << 20;
-
-int blocked_1x1_override() {
-  static const int v = [] {
-    const char* e = std::getenv("FERRY_CPU_BLOCKED_1X1");
-    if (e && std::string(e) == "0") return 0;
-    if (e && std::string(e) == "1") return 1;
-    return -1;
-  }();
-  return v;
-}
 
 // The largest per-sample float bytes of a convolution's X or Y in the node's graph; 0 when the graph
 // has a grouped convolution (or no static per-sample shape at all).
@@ -117,11 +108,13 @@ struct ConvPlan {
 
 class ConvKernel : public Kernel {
  public:
-  ConvKernel(const ir::Node& node, std::vector<PostOp> ops, bool blocked_out)
+  ConvKernel(const ir::Node& node, std::vector<PostOp> ops, bool blocked_out, const CpuOptions& o)
       : node_(node),
         ops_(std::move(ops)),
         blocked_out_(blocked_out),
-        bf16_(wants_native_bf16(node)),
+        winograd_allowed_(winograd_allowed(o)),
+        blocked_1x1_(o.blocked_1x1),
+        bf16_(wants_native_bf16(node, o)),
         bf16_out_(bf16_ && blocked_out && only_rounded_to_bf16(*node.outputs[0])) {}
 
   Status init() {
@@ -254,17 +247,10 @@ class ConvKernel : public Kernel {
 
   // oneDNN's fp32 Winograd kernels (F(2x2,3x3) at batch 1, F(4x4,3x3) for larger batches) do 3x3
   // stride-1 convolutions in 0.5-0.65x the time of the direct ones on AVX-512, with errors around 1e-6
-  // relative (the direct kernels: ~1e-7). Small channel counts gain nothing. FERRY_CPU_WINOGRAD=0
+  // relative (the direct kernels: ~1e-7). Small channel counts gain nothing. --cpu-winograd off
   // turns them off (for comparisons).
-  static bool winograd_enabled() {
-    static const bool on = [] {
-      const char* e = std::getenv("FERRY_CPU_WINOGRAD");
-      return !(e && std::string(e) == "0");
-    }();
-    return on;
-  }
   bool winograd_suits(const std::vector<int64_t>& xd, const Tensor& w, const ops::nn::WindowGeom& g) const {
-    if (bf16_ || !winograd_enabled() || group_ != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return false;
+    if (bf16_ || !winograd_allowed_ || group_ != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return false;
     if (w.dim(0) < 32 || w.dim(1) < 32) return false;
     // Measured on the target (AVX-512, 1-2 threads): at batch 1 F(2x2,3x3) only wins from ~28x28
     // outputs up (56x56: 0.68x, 14x14: even, 7x7: slower); from batch 4 F(4x4,3x3) wins from 7x7 up,
@@ -284,8 +270,7 @@ class ConvKernel : public Kernel {
     // Below AVX-512 there is no brgconv: `any` already picks jit_1x1 (nChw8c on AVX2), and nChw16c
     // would get oneDNN's reference kernel (`ref:any`, seen on a Zen 3), whatever the override says.
     if (!isa_has(dnnl::cpu_isa::avx512_core)) return false;
-    const int forced = blocked_1x1_override();
-    if (forced >= 0) return forced == 1;
+    if (blocked_1x1_ != Choice::kAuto) return blocked_1x1_ == Choice::kOn;
     if (dense_sample_bytes_ < 0) dense_sample_bytes_ = dense_conv_sample_bytes(node_);
     return dense_sample_bytes_ > 0 && xd[0] * dense_sample_bytes_ >= kStreamingActivationBytes;
   }
@@ -374,6 +359,8 @@ class ConvKernel : public Kernel {
   const ir::Node& node_;
   std::vector<PostOp> ops_;
   bool blocked_out_;
+  bool winograd_allowed_;  // --cpu-winograd
+  Choice blocked_1x1_;     // --cpu-blocked-1x1
   bool bf16_;      // native bf16 source and weights
   bool bf16_out_;  // and a bf16 destination
   int64_t group_ = 1;
@@ -383,10 +370,10 @@ class ConvKernel : public Kernel {
   std::string impl_;
 };
 
-Result<std::unique_ptr<Kernel>> create_conv(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_conv(const ir::Node& node, const CpuOptions& o) {
   FERRY_ASSIGN_OR_RETURN(std::vector<PostOp> ops, read_post_ops(node));
   const bool blocked = node.has_output(0) && may_produce_blocked(*node.outputs[0]);
-  auto k = std::make_unique<ConvKernel>(node, std::move(ops), blocked);
+  auto k = std::make_unique<ConvKernel>(node, std::move(ops), blocked, o);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));
 }

@@ -76,7 +76,7 @@ Result<DeconvGeom> deconv_geometry(const ir::Node& node, const std::vector<int64
   return g;
 }
 
-bool deconv_supports(const ir::Node& node) {
+bool deconv_supports(const ir::Node& node, const CpuOptions& o) {
   if (!node.has_input(0) || !node.has_input(1)) return false;
   for (int i = 0; i < node.num_inputs(); ++i)
     if (node.has_input(i) && node.inputs[i]->dtype != DType::kFloat32) return false;
@@ -237,7 +237,7 @@ class DeconvKernel : public Kernel {
   std::vector<std::unique_ptr<DeconvPlan>> plans_;
 };
 
-Result<std::unique_ptr<Kernel>> create_deconv(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_deconv(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<DeconvKernel>(node, node.has_output(0) && may_produce_blocked(*node.outputs[0]));
   FERRY_RETURN_IF_ERROR(k->prepare());
   return std::unique_ptr<Kernel>(std::move(k));

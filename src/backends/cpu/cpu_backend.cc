@@ -5,68 +5,74 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cpu/isa_probe.h"
-#include "passes/precision.h"
+#include "backends/cpu/kernel_choices.h"
 
 namespace ferry::backends::cpu {
 
-// Kernel files: each adds its entries to the table. Add one line per new file.
-// (declarations of register_* functions go here)
-void register_depthwise_conv(KernelTable& t);
-void register_conv(KernelTable& t);
-void register_conv_transpose(KernelTable& t);
-void register_pool(KernelTable& t);
-void register_batch_norm(KernelTable& t);
-void register_eltwise(KernelTable& t);
-void register_vec_unary(KernelTable& t);
-void register_binary(KernelTable& t);
-void register_matmul(KernelTable& t);
-void register_attention(KernelTable& t);
-void register_softmax(KernelTable& t);
-void register_layer_norm(KernelTable& t);
-void register_transpose(KernelTable& t);
-void register_slice(KernelTable& t);
+// Kernel files, in the order their entries are tried (depthwise_conv before conv: it takes the
+// depthwise nodes it covers). Each defines register_<stem>(KernelTable&); this one list declares and
+// calls them.
+#define FERRY_CPU_KERNEL_FILES(X) \
+  X(depthwise_conv)               \
+  X(conv)                         \
+  X(conv_transpose)               \
+  X(pool)                         \
+  X(batch_norm)                   \
+  X(eltwise)                      \
+  X(vec_unary)                    \
+  X(binary)                       \
+  X(matmul)                       \
+  X(attention)                    \
+  X(softmax)                      \
+  X(layer_norm)                   \
+  X(transpose)                    \
+  X(slice)
+
+#define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
+FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)
+#undef FERRY_DECLARE_REGISTER
 
 namespace {
 
 const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable t;
-    // (register_* calls go here)
-    register_depthwise_conv(t);  // before register_conv: it takes the depthwise nodes it covers
-    register_conv(t);
-    register_conv_transpose(t);
-    register_pool(t);
-    register_batch_norm(t);
-    register_eltwise(t);
-    register_vec_unary(t);
-    register_binary(t);
-    register_matmul(t);
-    register_attention(t);
-    register_softmax(t);
-    register_layer_norm(t);
-    register_transpose(t);
-    register_slice(t);
+#define FERRY_CALL_REGISTER(stem) register_##stem(t);
+    FERRY_CPU_KERNEL_FILES(FERRY_CALL_REGISTER)
+#undef FERRY_CALL_REGISTER
     return t;
   }();
   return t;
 }
 
-const KernelEntry* find_entry(const ir::Node& node) {
+const KernelEntry* find_entry(const ir::Node& node, const CpuOptions& o) {
   for (const KernelEntry& e : table())
-    if (e.op_type == node.op_type && e.domain == node.domain && e.supports(node)) return &e;
+    if (e.op_type == node.op_type && e.domain == node.domain && e.supports(node, o)) return &e;
   return nullptr;
 }
 
 class CpuBackend : public Backend {
  public:
-  std::string name() const override { return "cpu"; }
-  bool supports(const ir::Node& node) const override { return find_entry(node) != nullptr; }
-  Result<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node) override {
-    const KernelEntry* e = find_entry(node);
-    if (!e) return Status::unsupported("the cpu backend has no kernel for " + node.label());
-    return e->create(node);
+  explicit CpuBackend(const BackendOptions& o) : options_(o.cpu) {
+    // OpenMP's thread count is process-wide: the last backend made with a count sets it.
+    if (o.threads > 0) omp_set_num_threads(o.threads);
   }
+  std::string name() const override { return "cpu"; }
+  bool supports(const ir::Node& node) const override { return find_entry(node, options_) != nullptr; }
+  Result<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node) override {
+    const KernelEntry* e = find_entry(node, options_);
+    if (!e) return Status::unsupported("the cpu backend has no kernel for " + node.label());
+    return e->create(node, options_);
+  }
+  bool native_bf16(std::string* why) const override {
+    const Bf16Choice c = choose_bf16(options_);
+    if (why) *why = c.why;
+    return c.native;
+  }
+  std::vector<std::string> kernel_choices() const override { return describe_kernel_choices(options_); }
+
+ private:
+  CpuOptions options_;
 };
 
 }  // namespace
@@ -81,27 +87,12 @@ dnnl::stream& stream() {
   return s;
 }
 
-bool native_bf16_available() { return bf16_choice().native; }
-
-namespace {
-// Reports (passes::describe) say whether bf16 is native on this machine, and why.
-bool native_bf16_probe(std::string* why) {
-  if (why) *why = bf16_choice().why;
-  return bf16_choice().native;
-}
-const bool kProbeRegistered = (passes::set_native_bf16_probe(&native_bf16_probe), true);
-}  // namespace
-
-bool wants_native_bf16(const ir::Node& node) {
-  return node.attr_string("ferry_precision", "") == "bfloat16" && native_bf16_available();
-}
-
-void set_num_threads(int n) {
-  if (n > 0) omp_set_num_threads(n);
+bool wants_native_bf16(const ir::Node& node, const CpuOptions& o) {
+  return node.attr_string("ferry_precision", "") == "bfloat16" && choose_bf16(o).native;
 }
 
 }  // namespace ferry::backends::cpu
 
 namespace ferry::backends {
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& o) { return std::make_unique<cpu::CpuBackend>(o); }
 }  // namespace ferry::backends

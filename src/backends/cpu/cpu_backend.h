@@ -2,7 +2,8 @@
 // eltwise and binary ops (with post-op fusion and blocked layouts kept between its own kernels), and
 // vectorized kernels for the rest it covers. Nodes it does not cover run their reference kernel.
 //
-// Kernel files in this folder register themselves in cpu_backend.cc's table (one register_* call each).
+// Kernel files in this folder register themselves in cpu_backend.cc's table: add the file's stem to
+// FERRY_CPU_KERNEL_FILES there (one list: it declares and calls register_<stem>).
 #pragma once
 #include <functional>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <dnnl.hpp>
 
 #include "backends/backend.h"
+#include "backends/backend_options.h"
 
 namespace ferry::backends::cpu {
 
@@ -20,24 +22,20 @@ dnnl::engine& engine();
 dnnl::stream& stream();
 
 // One entry per (domain, op_type) the backend covers. `supports` says whether this node (attributes,
-// dtypes, static shapes…) is covered; `create` prepares the kernel (primitives, prepacked weights).
+// dtypes, static shapes…) is covered with these options; `create` prepares the kernel (primitives,
+// prepacked weights), keeping what it needs of the options.
 struct KernelEntry {
   std::string domain;  // "" = ONNX default domain
   std::string op_type;
-  std::function<bool(const ir::Node&)> supports;
-  std::function<Result<std::unique_ptr<Kernel>>(const ir::Node&)> create;
+  std::function<bool(const ir::Node&, const CpuOptions&)> supports;
+  std::function<Result<std::unique_ptr<Kernel>>(const ir::Node&, const CpuOptions&)> create;
 };
 using KernelTable = std::vector<KernelEntry>;
 
 // Whether a node the precision pass marked `ferry_precision="bfloat16"` (Conv, MatMul, Gemm and their
-// fused forms) runs natively in bf16: bf16_choice() (isa_probe.h: AMX, or avx512_bf16 whose dot
-// products measured at least the fp32 FMA rate; FERRY_CPU_BF16=0/1 override). Otherwise such nodes
+// fused forms) runs natively in bf16: choose_bf16 (kernel_choices.h: AMX, or avx512_bf16 whose dot
+// products measured at least the fp32 FMA rate; --cpu-bf16 on/off override). Otherwise such nodes
 // compute in fp32 on the bf16-rounded values (same rounding); the accumulation is fp32 either way.
-bool native_bf16_available();
-// native_bf16_available() and the node asks for it.
-bool wants_native_bf16(const ir::Node& node);
-
-// Sets the number of threads oneDNN and the vectorized kernels use (OpenMP); <= 0 keeps the default.
-void set_num_threads(int n);
+bool wants_native_bf16(const ir::Node& node, const CpuOptions& o);
 
 }  // namespace ferry::backends::cpu

@@ -7,8 +7,8 @@
 // 0.18 ms for 3.6 MB), about a third of what the loads allow, and a depthwise convolution is all
 // loads. This kernel reads each input vector once per tap with the tap's weights shared by 8 output
 // pixels. A node it does not cover (a residual `sum`, a post-op it lacks, bf16, other ranks, a
-// channel multiplier) stays on conv.cc's oneDNN kernel. Opt-in for now: FERRY_CPU_OWN_DEPTHWISE=1
-// (see own_depthwise_enabled for why).
+// channel multiplier) stays on conv.cc's oneDNN kernel. Opt-in for now: --cpu-own-depthwise on
+// (see depthwise_supports for why).
 //
 // Output: nhwc in a DnnlLayout when every consumer takes layouts (oneDNN's 1x1 convolutions read it
 // directly), else reordered to plain NCHW. Input: read as nhwc, reordered first when it is not.
@@ -22,6 +22,7 @@
 #include <omp.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/post_ops.h"
 #include "backends/cpu/small_work.h"
@@ -36,16 +37,6 @@ namespace {
 using md = dnnl::memory::desc;
 using tag = dnnl::memory::format_tag;
 
-// Off unless FERRY_CPU_OWN_DEPTHWISE=1. On an AVX2 CPU (Zen 3) it measured slower in the network than
-// oneDNN's jit_dw, which reads the nChw8c blocked layout its 1x1 neighbours write while this kernel
-// reorders it to nhwc and back (mobilenet_v2 batch 1, sum of nodes: 10.9 ms against 7.0; the stride-2
-// 96-channel 112x112 layer alone 3.0 against 0.19 ms). It was written for AVX-512, where the
-// neighbours are nhwc brgconv; it has not been measured there yet, so it is not the default either.
-// Read at each kernel choice (not cached), so a test can turn it on for its own nodes.
-bool own_depthwise_enabled() {
-  const char* e = std::getenv("FERRY_CPU_OWN_DEPTHWISE");
-  return e && std::string(e) == "1";
-}
 
 // The node's post-ops as the kernel's, or false when one has no equivalent here (sum included).
 bool depthwise_post_ops(const std::vector<PostOp>& ops, std::vector<DepthwisePostOp>* out) {
@@ -71,9 +62,14 @@ bool depthwise_post_ops(const std::vector<PostOp>& ops, std::vector<DepthwisePos
   return true;
 }
 
-bool depthwise_supports(const ir::Node& node) {
-  if (!own_depthwise_enabled() || !node.has_input(0) || !node.has_input(1) || node.has_input(3)) return false;
-  if (wants_native_bf16(node)) return false;
+// Off unless --cpu-own-depthwise on. On an AVX2 CPU (Zen 3) it measured slower in the network than
+// oneDNN's jit_dw, which reads the nChw8c blocked layout its 1x1 neighbours write while this kernel
+// reorders it to nhwc and back (mobilenet_v2 batch 1, sum of nodes: 10.9 ms against 7.0; the stride-2
+// 96-channel 112x112 layer alone 3.0 against 0.19 ms). It was written for AVX-512, where the
+// neighbours are nhwc brgconv; it has not been measured there yet, so it is not the default either.
+bool depthwise_supports(const ir::Node& node, const CpuOptions& o) {
+  if (!own_depthwise_chosen(o) || !node.has_input(0) || !node.has_input(1) || node.has_input(3)) return false;
+  if (wants_native_bf16(node, o)) return false;
   for (int i = 0; i < std::min(node.num_inputs(), 3); ++i)
     if (node.has_input(i) && node.inputs[i]->dtype != DType::kFloat32) return false;
   const ir::Value* w = node.inputs[1];
@@ -185,7 +181,7 @@ class DepthwiseConvKernel : public Kernel {
   md in_md_, out_md_;
 };
 
-Result<std::unique_ptr<Kernel>> create_depthwise_conv(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_depthwise_conv(const ir::Node& node, const CpuOptions& o) {
   const bool blocked = node.has_output(0) && may_produce_blocked(*node.outputs[0]);
   auto k = std::make_unique<DepthwiseConvKernel>(node, blocked);
   FERRY_RETURN_IF_ERROR(k->init());

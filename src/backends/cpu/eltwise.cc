@@ -80,7 +80,7 @@ const char* const kEltwiseOps[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip
 // Not here: Log and Softplus, whose oneDNN approximations are off by ~1e-6 absolute near log(1) and
 // for very negative inputs, more than the ONNX conformance tolerances allow.
 
-bool eltwise_supports(const ir::Node& n) {
+bool eltwise_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || n.inputs[0]->dtype != DType::kFloat32) return false;
   if (!n.has_output(0) || n.outputs[0]->dtype != DType::kFloat32) return false;
   if (n.inputs[0]->shape && (n.inputs[0]->shape->empty() || n.inputs[0]->shape->size() > 12)) return false;
@@ -135,7 +135,7 @@ class EltwiseKernel : public Kernel {
   std::unordered_map<int, dnnl::memory> args_;
 };
 
-Result<std::unique_ptr<Kernel>> create_eltwise(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_eltwise(const ir::Node& node, const CpuOptions& o) {
   auto op = eltwise_for(node);
   if (!op) return Status::unsupported("the cpu backend has no eltwise kernel for " + node.label());
   const bool blocked = may_produce_blocked(*node.outputs[0]);

@@ -93,38 +93,6 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) double dot_seconds(float
 }
 #undef FERRY_CHAINS
 
-Bf16Choice choose() {
-  Bf16Choice c;
-  c.supported = isa_has(dnnl::cpu_isa::avx512_core_bf16);
-  const char* env = std::getenv("FERRY_CPU_BF16");
-  const std::string force = env ? env : "";
-  if (!c.supported) {
-    c.why = "this CPU has no avx512_bf16";
-    return c;
-  }
-  if (force == "0") {
-    c.why = "FERRY_CPU_BF16=0";
-    return c;
-  }
-  if (force == "1") {
-    c.native = true;
-    c.why = "FERRY_CPU_BF16=1";
-    return c;
-  }
-  if (isa_has(dnnl::cpu_isa::avx512_core_amx)) {
-    c.native = true;
-    c.why = "this CPU has AMX";
-    return c;
-  }
-  c.dot_vs_fma = measure_bf16_dot_vs_fma();
-  c.native = c.dot_vs_fma >= 1.0;
-  char rate[32];
-  std::snprintf(rate, sizeof rate, "%.1fx", c.dot_vs_fma);
-  c.why = std::string("avx512_bf16 dot products measured ") + rate + " the fp32 FMA flop rate";
-  if (!c.native) c.why += " here and there is no AMX, so fp32 arithmetic is faster; FERRY_CPU_BF16=1 forces native";
-  return c;
-}
-
 }  // namespace
 
 bool isa_has(dnnl::cpu_isa want) {
@@ -162,11 +130,6 @@ double measure_fp32_peak_gflops(int threads) {
     total += (kPeakIters * 12.0 * lanes * 2) / best * 1e-9 + (sink == 12345.0f ? 1e-12 : 0);
   }
   return total;
-}
-
-const Bf16Choice& bf16_choice() {
-  static const Bf16Choice c = choose();
-  return c;
 }
 
 }  // namespace ferry::backends::cpu

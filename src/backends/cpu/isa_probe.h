@@ -7,8 +7,8 @@
 // 1.7x slower than fp32 (40 against 23 ms); on CPUs with full-rate bf16 dot products (Zen 4, Cooper
 // Lake) or AMX it is about 2x faster. So: AMX means native; avx512_bf16 without AMX means native only
 // where a short throughput probe (about a millisecond, once per process) finds the dot product
-// delivering at least the FMA rate in flops. FERRY_CPU_BF16=0 / =1 override the choice (=1 only where
-// the ISA has bf16).
+// delivering at least the FMA rate in flops. --cpu-bf16 off / on override the choice (on only where
+// the ISA has bf16); kernel_choices.h makes it.
 #pragma once
 #include <string>
 
@@ -16,18 +16,8 @@
 
 namespace ferry::backends::cpu {
 
-struct Bf16Choice {
-  bool supported = false;  // oneDNN dispatches to avx512_core_bf16 or above on this CPU
-  bool native = false;     // the choice: run marked Conv/MatMul in bf16
-  double dot_vs_fma = 0;   // measured flop rate of vdpbf16ps / vfmadd (0: not measured)
-  std::string why;         // "this CPU has AMX", "FERRY_CPU_BF16=0", ...
-};
-
 // Whether oneDNN dispatches to `want` or an ISA above it on this CPU (DNNL_MAX_CPU_ISA included).
 bool isa_has(dnnl::cpu_isa want);
-
-// Computed once per process.
-const Bf16Choice& bf16_choice();
 
 // One-thread flop rate of 512-bit bf16 dot products over that of fp32 FMAs, best of a few rounds.
 // Only call where the CPU has avx512_bf16.

@@ -16,7 +16,7 @@ namespace {
 
 using md = dnnl::memory::desc;
 
-bool layer_norm_supports(const ir::Node& n) {
+bool layer_norm_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || !n.has_input(1) || !n.has_output(0)) return false;
   if (n.has_output(1) || n.has_output(2)) return false;
   for (int i = 0; i < 3; ++i)
@@ -86,7 +86,7 @@ class LayerNormKernel : public ShapePreparedKernel {
   dnnl::layer_normalization_forward prim_, prim_shift_;
 };
 
-Result<std::unique_ptr<Kernel>> create_layer_norm(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_layer_norm(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<LayerNormKernel>(node);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));

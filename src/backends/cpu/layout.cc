@@ -261,7 +261,8 @@ void declare_layout_aware(const std::string& domain, const std::string& op_type)
 }
 
 bool consumer_takes_layouts(const ir::Node& consumer) {
-  static const std::unique_ptr<Backend> backend = make_cpu_backend();
+  // Default options: whether an op type is layout-aware does not depend on them.
+  static const std::unique_ptr<Backend> backend = make_cpu_backend(BackendOptions{});
   if (!backend->supports(consumer)) return false;  // also fills the table, which declares the ops
   std::lock_guard<std::mutex> lock(layout_aware().mu);
   return layout_aware().ops.count({consumer.domain, consumer.op_type}) != 0;

@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/post_ops.h"
@@ -53,7 +54,7 @@ bool rank_ok(const ir::Value* v, int lo, int hi) {
   return r >= lo && r <= hi;
 }
 
-bool matmul_supports(const ir::Node& n) {
+bool matmul_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || !n.has_input(1) || !all_float32(n)) return false;
   if (n.op_type == "Gemm") {
     if (n.opset < 7 && n.attr_int("broadcast", 0) == 0 && n.has_input(2)) return false;  // pre-7: C must match
@@ -129,7 +130,8 @@ constexpr int64_t kVecMinK = 64, kVecMinN = 64, kVecMinRows = 16;
 
 class MatMulKernel : public Kernel {
  public:
-  explicit MatMulKernel(const ir::Node& node) : node_(node), bf16_(wants_native_bf16(node)) {}
+  MatMulKernel(const ir::Node& node, const CpuOptions& o)
+      : node_(node), gemm_(choose_gemm(o).used), bf16_(wants_native_bf16(node, o)) {}
 
   Status init() {
     const std::string& op = node_.op_type;
@@ -349,8 +351,8 @@ class MatMulKernel : public Kernel {
   bool try_packed(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
     if (bf16_ || alpha_ != 1.f || p.bias_materialized || const_b.rank() != 2) return false;
     // The own GEMM first where it is chosen (CPUs without AVX-512), MKL (Intel) on the others.
-    const bool vec = vec_gemm_enabled() && K >= kVecMinK && N >= kVecMinN && rows >= kVecMinRows;
-    const bool mkl = !vec_gemm_enabled() && mkl_enabled() && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
+    const bool vec = gemm_ == CpuGemm::kOwn && K >= kVecMinK && N >= kVecMinN && rows >= kVecMinRows;
+    const bool mkl = gemm_ == CpuGemm::kMkl && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
     if (!mkl && !vec) return false;
     if (vec ? !ensure_pack(vec_b_, vec_pack_of, const_b, K, N) : !ensure_pack(mkl_b_, mkl_pack_of, const_b, K, N))
       return false;
@@ -541,6 +543,7 @@ class MatMulKernel : public Kernel {
   const ir::Node& node_;
   bool trans_a_ = false, trans_b_ = false;
   float alpha_ = 1.f, beta_ = 1.f;
+  CpuGemm gemm_;  // which packed GEMM Linear layers take (choose_gemm): MKL, own, or none (oneDNN)
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
   int bias_input_ = -1, z_input_ = -1;
   std::vector<PostOp> ops_;
@@ -552,8 +555,8 @@ class MatMulKernel : public Kernel {
   std::string impl_;
 };
 
-Result<std::unique_ptr<Kernel>> create_matmul(const ir::Node& node) {
-  auto k = std::make_unique<MatMulKernel>(node);
+Result<std::unique_ptr<Kernel>> create_matmul(const ir::Node& node, const CpuOptions& o) {
+  auto k = std::make_unique<MatMulKernel>(node, o);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));
 }

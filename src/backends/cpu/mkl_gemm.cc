@@ -1,6 +1,5 @@
 #include "backends/cpu/mkl_gemm.h"
 
-#include <cpuid.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -15,52 +14,6 @@
 #endif
 
 namespace ferry::backends::cpu {
-
-namespace {
-
-// CPUID leaf 0's vendor string ("GenuineIntel", "AuthenticAMD", ...).
-std::string cpu_vendor() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return "unknown";
-  char v[13];
-  std::memcpy(v, &b, 4);
-  std::memcpy(v + 4, &d, 4);
-  std::memcpy(v + 8, &c, 4);
-  v[12] = '\0';
-  return v;
-}
-
-MklChoice choose_mkl() {
-  MklChoice c;
-#ifdef FERRY_HAVE_MKL
-  c.built = true;
-  const char* e = std::getenv("FERRY_CPU_MKL");
-  const std::string vendor = cpu_vendor();
-  if (e && std::string(e) == "0") {
-    c.why = "FERRY_CPU_MKL=0";
-  } else if (e && std::string(e) == "1") {
-    c.used = true;
-    c.why = "FERRY_CPU_MKL=1";
-  } else if (vendor == "GenuineIntel") {
-    c.used = true;
-    c.why = "Intel CPU: K, N >= 512 Linear layers measured 8-30% faster than oneDNN";
-  } else {
-    c.why = vendor + " CPU: MKL's code paths for it measured 2.5x slower than oneDNN's matmul; FERRY_CPU_MKL=1 forces it";
-  }
-#else
-  c.why = "not built (CMake found no MKL)";
-#endif
-  return c;
-}
-
-}  // namespace
-
-const MklChoice& mkl_choice() {
-  static const MklChoice c = choose_mkl();
-  return c;
-}
-
-bool mkl_enabled() { return mkl_choice().used; }
 
 MklPackedB::~MklPackedB() {
   if (data_) munmap(data_, bytes_);
@@ -86,7 +39,6 @@ class MklPackedLayout : public TensorLayout {
 }  // namespace
 
 Result<std::shared_ptr<MklPackedB>> MklPackedB::pack(const Tensor& b, bool trans_b) {
-  if (!mkl_enabled()) return Status::unsupported("MKL is not available");
   if (b.dtype() != DType::kFloat32 || !b.is_plain() || b.rank() != 2)
     return Status::invalid("MKL pack: B must be a plain 2-D float32 tensor, got " + b.describe());
   const int64_t rows = b.dims()[0], cols = b.dims()[1];

@@ -23,14 +23,6 @@
 
 namespace ferry::backends::cpu {
 
-struct MklChoice {
-  bool built = false;  // compiled with MKL
-  bool used = false;   // the choice: Linear layers run on MKL's packed sgemm
-  std::string why;     // "Intel CPU: ...", "FERRY_CPU_MKL=0", ...
-};
-// Computed once per process: built, and an Intel CPU or FERRY_CPU_MKL=1, and not FERRY_CPU_MKL=0.
-const MklChoice& mkl_choice();
-bool mkl_enabled();  // mkl_choice().used
 
 class MklPackedB {
  public:

@@ -29,7 +29,7 @@ using tag = dnnl::memory::format_tag;
 
 bool is_global(const ir::Node& n) { return n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool"; }
 
-bool pool_supports(const ir::Node& node) {
+bool pool_supports(const ir::Node& node, const CpuOptions& o) {
   if (!node.has_input(0) || node.inputs[0]->dtype != DType::kFloat32) return false;
   const auto& shape = node.inputs[0]->shape;
   if (!shape || shape->size() < 3 || shape->size() > 5) return false;
@@ -234,7 +234,7 @@ class PoolKernel : public Kernel {
   std::vector<std::unique_ptr<PoolPlan>> plans_;  // by input descriptor
 };
 
-Result<std::unique_ptr<Kernel>> create_pool(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_pool(const ir::Node& node, const CpuOptions& o) {
   const bool blocked = node.has_output(0) && may_produce_blocked(*node.outputs[0]);
   return std::unique_ptr<Kernel>(new PoolKernel(node, blocked));
 }

@@ -45,7 +45,7 @@ class ShapePreparedKernel : public Kernel {
 };
 
 // Float32 input 0 and output 0 of known rank 1..12 (or unknown rank): what Softmax and Transpose take.
-inline bool float32_data_supports(const ir::Node& n) {
+inline bool float32_data_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || !n.has_output(0)) return false;
   if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
   return !n.inputs[0]->shape || (!n.inputs[0]->shape->empty() && n.inputs[0]->shape->size() <= 12);

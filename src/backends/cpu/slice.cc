@@ -17,7 +17,7 @@ namespace {
 
 using md = dnnl::memory::desc;
 
-bool slice_supports(const ir::Node& n) {
+bool slice_supports(const ir::Node& n, const CpuOptions& o) {
   if (n.opset < 10 || !n.has_input(0) || !n.has_input(1) || !n.has_input(2) || !n.has_output(0)) return false;
   if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
   for (int i = 1; i < n.num_inputs(); ++i)
@@ -146,7 +146,7 @@ class SliceKernel : public Kernel {
   std::map<std::vector<int64_t>, std::unique_ptr<SlicePlan>> plans_;  // by input dims and arguments
 };
 
-Result<std::unique_ptr<Kernel>> create_slice(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_slice(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<SliceKernel>(node);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));

@@ -79,7 +79,7 @@ class SoftmaxKernel : public ShapePreparedKernel {
   dnnl::logsoftmax_forward log_prim_;
 };
 
-Result<std::unique_ptr<Kernel>> create_softmax(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_softmax(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<SoftmaxKernel>(node, node.op_type == "LogSoftmax");
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));

@@ -141,7 +141,7 @@ class TransposeKernel : public ShapePreparedKernel {
   dnnl::reorder prim_;
 };
 
-Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node, const CpuOptions& o) {
   auto k = std::make_unique<TransposeKernel>(node);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));

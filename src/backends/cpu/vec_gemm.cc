@@ -25,27 +25,6 @@ constexpr int64_t kKC = 384;        // depth of a K slice: 24 KB of a B panel (L
 constexpr int64_t kNCPanels = 24;   // panels per block: 384 columns
 constexpr int64_t kMC = 144;        // rows per block (24 tiles): 216 KB of A per K slice
 
-VecGemmChoice choose() {
-  VecGemmChoice c;
-  const char* e = std::getenv("FERRY_CPU_VEC_GEMM");
-  const std::string force = e ? e : "";
-  const bool avx2 = isa_has(dnnl::cpu_isa::avx2) && __builtin_cpu_supports("fma");
-  if (!avx2) {
-    c.why = "this CPU has no AVX2+FMA";
-  } else if (force == "0") {
-    c.why = "FERRY_CPU_VEC_GEMM=0";
-  } else if (force == "1") {
-    c.used = true;
-    c.why = "FERRY_CPU_VEC_GEMM=1";
-  } else if (isa_has(dnnl::cpu_isa::avx512_core)) {
-    c.why = "AVX-512: oneDNN's brgemm matmul is used";
-  } else {
-    c.used = true;
-    c.why = "AVX2 without AVX-512: oneDNN 2.6's gemm repacks B every call";
-  }
-  return c;
-}
-
 // One register tile: C[MR x ncols] (+)= A[MR x kc] * Bpanel[kc x 16]. a: the tile's rows of the
 // slice packed k-major (kMR floats a k, rows past MR unused); b: the panel's first row of the slice
 // (16 floats a row, aligned); accumulate: add to C (a later K slice) instead of overwriting it.
@@ -131,13 +110,6 @@ class VecPackedLayout : public TensorLayout {
 };
 
 }  // namespace
-
-const VecGemmChoice& vec_gemm_choice() {
-  static const VecGemmChoice c = choose();
-  return c;
-}
-
-bool vec_gemm_enabled() { return vec_gemm_choice().used; }
 
 Result<std::shared_ptr<VecPackedB>> VecPackedB::pack(const Tensor& b, bool trans_b) {
   if (!isa_has(dnnl::cpu_isa::avx2) || !__builtin_cpu_supports("fma"))

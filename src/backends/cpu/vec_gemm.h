@@ -24,14 +24,6 @@
 
 namespace ferry::backends::cpu {
 
-struct VecGemmChoice {
-  bool used = false;  // Linear layers run on VecPackedB
-  std::string why;
-};
-// Computed once per process: an AVX2+FMA CPU without AVX-512, or FERRY_CPU_VEC_GEMM=1 (on any AVX2
-// CPU); FERRY_CPU_VEC_GEMM=0 turns it off.
-const VecGemmChoice& vec_gemm_choice();
-bool vec_gemm_enabled();  // vec_gemm_choice().used
 
 class VecPackedB {
  public:

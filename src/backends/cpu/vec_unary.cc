@@ -33,7 +33,7 @@ std::optional<VecUnary> round_kind(const ir::Node& n) {
   return std::nullopt;
 }
 
-bool vec_unary_supports(const ir::Node& n) {
+bool vec_unary_supports(const ir::Node& n, const CpuOptions& o) {
   if (!round_kind(n) && (!n.domain.empty() || !vec_ops().count(n.op_type))) return false;
   return n.has_input(0) && n.inputs[0]->dtype == DType::kFloat32 && n.has_output(0) &&
          n.outputs[0]->dtype == DType::kFloat32;
@@ -97,7 +97,7 @@ class VecUnaryKernel : public Kernel {
   bool bf16_readers_;  // a bf16-stored input may go on as it is
 };
 
-Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node) {
+Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node, const CpuOptions& o) {
   if (auto r = round_kind(node))
     return std::unique_ptr<Kernel>(new VecUnaryKernel(node, *r, true, may_produce_blocked(*node.outputs[0])));
   auto it = vec_ops().find(node.op_type);

@@ -36,9 +36,9 @@ class ReferenceBackend : public Backend {
 
 std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
 
-Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "reference") return make_reference_backend();
-  if (name == "cpu") return make_cpu_backend();
+  if (name == "cpu") return make_cpu_backend(options);
   return Status::invalid("unknown backend '" + name + "' (available: reference, cpu)");
 }
 

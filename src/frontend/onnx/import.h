@@ -19,6 +19,8 @@ struct ImportOptions {
   int min_opset = 7;
   // Check every node against the op registry and fail with one error listing all unsupported ops.
   bool check_ops = true;
+  // Accept a default-domain opset newer than ferry knows.
+  bool allow_newer_opset = false;
 };
 
 // Loads MODEL.onnx (external data resolved only inside the model's folder) into IR, runs inference.

@@ -74,15 +74,25 @@ Row make_row(const std::string& tensor, const Tensor& cand, const Tensor* gold, 
 
 }  // namespace
 
+// What the candidate actually ran, from its session (a .ferry file's own target and precision, the
+// target's default precision where none was asked for), never from the flags alone.
+std::string describe_candidate(const runtime::ModelSession& runner, const runtime::SessionOptions& asked) {
+  const runtime::Session& s = runner.session(0);
+  const std::string target = s.target_label();
+  const int level = runner.compile_options() ? runner.compile_options()->opt_level : asked.opt_level;
+  return fmt::format("{}{} backend, opt level {}, precision {}", target.empty() ? "" : "target " + target + ", ",
+                     asked.backend, level, s.precision_description());
+}
+
 Result<TensorMap> run_reference_golden(const std::string& model, const std::map<std::string, RtValue>& feeds,
                                        const std::map<std::string, std::vector<int64_t>>& input_shapes,
                                        bool keep_intermediates, int threads) {
   runtime::SessionOptions so;
   so.backend = "reference";
   so.opt_level = 0;
-  so.threads = threads;
+  so.backend_options.threads = threads;
   so.input_shapes = input_shapes;
-  FERRY_ASSIGN_OR_RETURN(auto runner, open_session(model, so));
+  FERRY_ASSIGN_OR_RETURN(auto runner, runtime::ModelSession::open(model, so));
   auto run = run_capturing(*runner, feeds, keep_intermediates);
   if (!run.ok()) return run.status().with_context("the golden " + model);
   TensorMap golden = std::move(run->tensors);
@@ -118,20 +128,20 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
     return Status::invalid("--single-op re-runs candidate nodes, which a --candidate folder of dumps cannot do");
 
   progress("loading " + o.model + " ...");
-  const bool is_onnx = detect_model_file(o.model) == ModelFileKind::kOnnx;
+  const bool is_onnx = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kOnnx;
   if (!is_onnx && o.golden.kind == GoldenSpec::Kind::kReference && o.candidate_dir.empty())
     rep.notes.push_back("a .ferry file holds the compiled (already optimized) graph, so the reference golden runs that "
                         "graph; pass --golden MODEL.onnx to compare against the model as imported");
   frontend::ImportOptions import;
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, open_model(o.model, import));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(o.model, import));
   const std::map<std::string, Origin> origin = origins_of(*original->graph);
 
-  std::unique_ptr<ModelRunner> cand_runner;
+  std::unique_ptr<runtime::ModelSession> cand_runner;
   if (o.candidate_dir.empty()) {
     runtime::SessionOptions so = o.candidate;
     so.input_shapes = o.inputs.shapes;
-    FERRY_ASSIGN_OR_RETURN(cand_runner, open_session(o.model, so));
-    rep.candidate = o.candidate_label.empty() ? o.candidate.backend + " backend" : o.candidate_label;
+    FERRY_ASSIGN_OR_RETURN(cand_runner, runtime::ModelSession::open(o.model, so));
+    rep.candidate = describe_candidate(*cand_runner, o.candidate);
   } else {
     std::error_code ec;
     if (!fs::is_directory(o.candidate_dir, ec))
@@ -189,7 +199,7 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
       bool any_nonfinite = false;
       for (const auto& [n, c] : cand.nonfinite) any_nonfinite |= c.first + c.second > 0;
       FERRY_ASSIGN_OR_RETURN(golden, run_reference_golden(path, feeds, o.inputs.shapes, keep || any_nonfinite,
-                                                          o.candidate.threads));
+                                                          o.candidate.backend_options.threads));
       break;
     }
     case GoldenSpec::Kind::kOnnxRuntime: {

@@ -44,7 +44,6 @@ std::string describe(const GoldenSpec& g);
 struct CompareOptions {
   std::string model;
   runtime::SessionOptions candidate;  // the user's session flags (backend, opt level, precision, ...)
-  std::string candidate_label;        // e.g. "cpu backend, opt level 2, fp16 (emulated)"
   std::string candidate_dir;          // --candidate DIR: tensors dumped elsewhere instead of a run
   GoldenSpec golden;
   InputOptions inputs;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tools/compare/compare.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools::compare {
 
@@ -30,7 +30,7 @@ struct CapturedRun {
 // Runs with a node hook that records every output value with an ONNX name (a deep copy when
 // keep_tensors, since kernels may reuse buffers) and counts NaN/Inf in floating ones. Graph inputs
 // are recorded first.
-Result<CapturedRun> run_capturing(ModelRunner& runner, const std::map<std::string, RtValue>& feeds, bool keep_tensors);
+Result<CapturedRun> run_capturing(runtime::ModelSession& runner, const std::map<std::string, RtValue>& feeds, bool keep_tensors);
 
 // NaN and Inf counts of a floating tensor ({0, 0} for others).
 std::pair<int64_t, int64_t> count_nonfinite(const Tensor& t);

@@ -18,7 +18,7 @@ std::set<std::string> split_names(const std::vector<std::string>& args) {
   return out;
 }
 
-Result<DumpResult> run_and_dump(ModelRunner& runner, const std::map<std::string, RtValue>& feeds,
+Result<DumpResult> run_and_dump(runtime::ModelSession& runner, const std::map<std::string, RtValue>& feeds,
                                 const std::string& dir, const std::set<std::string>& only) {
   FERRY_ASSIGN_OR_RETURN(size_t which, runner.pick_session(feeds));
   const ir::Graph& g = runner.session(which).graph();

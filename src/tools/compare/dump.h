@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 
 namespace ferry::tools::compare {
 
@@ -20,7 +20,7 @@ struct DumpResult {
 // Checks that each name in `only` is an ONNX tensor the prepared graph still holds (a name fused away
 // is an error that says which opt level keeps it), then runs with a hook and writes the tensors.
 // `only` empty: all of them.
-Result<DumpResult> run_and_dump(ModelRunner& runner, const std::map<std::string, RtValue>& feeds,
+Result<DumpResult> run_and_dump(runtime::ModelSession& runner, const std::map<std::string, RtValue>& feeds,
                                 const std::string& dir, const std::set<std::string>& only);
 
 // "a,b" and repeated flags → one set; empty items are ignored.

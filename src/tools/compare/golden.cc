@@ -72,7 +72,7 @@ std::pair<int64_t, int64_t> count_nonfinite(const Tensor& t) {
   return {nan, inf};
 }
 
-Result<CapturedRun> run_capturing(ModelRunner& runner, const std::map<std::string, RtValue>& feeds, bool keep_tensors) {
+Result<CapturedRun> run_capturing(runtime::ModelSession& runner, const std::map<std::string, RtValue>& feeds, bool keep_tensors) {
   CapturedRun run;
   FERRY_ASSIGN_OR_RETURN(size_t which, runner.pick_session(feeds));
   const ir::Graph& g = runner.session(which).graph();

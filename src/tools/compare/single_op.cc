@@ -136,7 +136,7 @@ Status run_single_op(const ir::Model& candidate, const std::map<std::string, con
   // The unit's nodes are already optimized (and already carry the precision decisions): run them as they are.
   runtime::SessionOptions so;
   so.backend = so_in.backend;
-  so.threads = so_in.threads;
+  so.backend_options = so_in.backend_options;
   so.opt_level = 0;
   size_t done = 0;
   for (Row& row : rows) {

@@ -11,7 +11,7 @@
 #include "ops/op.h"
 #include "runtime/session.h"
 #include "tools/compile.h"
-#include "tools/model_loader.h"
+#include "runtime/model_session.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::format {
@@ -170,12 +170,12 @@ TEST(FerryFormat, RunnableModelComputesTheSameBitwise) {
   EXPECT_EQ(diff_models(**model, *back->model), "");
   EXPECT_EQ(ir::print_graph(*(*model)->graph), ir::print_graph(*back->model->graph));
 
-  auto ref = tools::open_session(onnx_path);
-  auto got = tools::open_session(path);
+  auto ref = runtime::ModelSession::open(onnx_path);
+  auto got = runtime::ModelSession::open(path);
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   ASSERT_TRUE(got.ok()) << got.status().to_string();
-  EXPECT_EQ((*got)->kind(), tools::ModelFileKind::kFerry);
-  EXPECT_EQ((*ref)->kind(), tools::ModelFileKind::kOnnx);
+  EXPECT_EQ((*got)->kind(), runtime::ModelFileKind::kFerry);
+  EXPECT_EQ((*ref)->kind(), runtime::ModelFileKind::kOnnx);
   for (bool c : {false, true}) {
     auto in = runnable_inputs(3);
     in["c"] = RtValue(Tensor::scalar<bool>(c));
@@ -196,14 +196,14 @@ TEST(FerryFormat, GearsPickTheSessionByBatchAndNameTheGears) {
   o.dynamic_batch = {1, 2, 4};
   const std::string path = tmp.file("g.ferry");
   ASSERT_TRUE(write_model(**model, o, path).ok());
-  auto runner = tools::open_session(path);
+  auto runner = runtime::ModelSession::open(path);
   ASSERT_TRUE(runner.ok()) << runner.status().to_string();
   EXPECT_EQ((*runner)->gears(), o.dynamic_batch);
   ASSERT_EQ((*runner)->num_sessions(), 3u);
   // Each gear's session has its batch fixed; the stored graph keeps the symbol.
   EXPECT_EQ((*runner)->session(2).graph().inputs[0]->type_string(), "float32[4,4]");
   EXPECT_EQ((*runner)->graph().inputs[0]->type_string(), "float32[batch,4]");
-  auto ref = tools::open_session(path + ".missing");
+  auto ref = runtime::ModelSession::open(path + ".missing");
   EXPECT_FALSE(ref.ok());
 
   auto plain = runtime::Session::from_model(frontend::load_onnx_bytes(testing::runnable_onnx_model(false), "", "r").value());
@@ -243,7 +243,7 @@ TEST(FerryFormat, ExportedModelsRoundTrip) {
     tools::CompileRequest req;
     req.model_path = onnx_path;
     req.output_path = tmp.file(e.path().filename().string() + ".ferry");
-    req.opt_level = 2;
+    req.prepare.opt_level = 2;
     auto compiled = tools::compile_model(req);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     const std::string& path = req.output_path;
@@ -253,8 +253,8 @@ TEST(FerryFormat, ExportedModelsRoundTrip) {
       runtime::SessionOptions so;
       so.backend = backend;
       so.opt_level = 2;
-      auto ref = tools::open_session(onnx_path, so);
-      auto got = tools::open_session(path, so);
+      auto ref = runtime::ModelSession::open(onnx_path, so);
+      auto got = runtime::ModelSession::open(path, so);
       ASSERT_TRUE(ref.ok()) << ref.status().to_string();
       ASSERT_TRUE(got.ok()) << got.status().to_string();
       EXPECT_EQ(diff_models((*ref)->model(), (*got)->model()), "");

@@ -54,7 +54,7 @@ TEST(SessionOptions, OptLevelsAndThreads) {
       SessionOptions so;
       so.backend = backend;
       so.opt_level = level;
-      so.threads = 1;
+      so.backend_options.threads = 1;
       so.input_shapes["a"] = {1, 3};
       auto s = add_model().session(so);
       ASSERT_TRUE(s.ok()) << backend << " level " << level << ": " << s.status().to_string();
@@ -69,9 +69,9 @@ TEST(SessionOptions, OptLevelsAndThreads) {
   bad.opt_level = 4;
   EXPECT_FALSE(add_model().session(bad).ok());
   bad.opt_level = 0;
-  bad.threads = -1;
+  bad.backend_options.threads = -1;
   EXPECT_FALSE(add_model().session(bad).ok());
-  bad.threads = 0;
+  bad.backend_options.threads = 0;
   bad.backend = "gpu";
   EXPECT_FALSE(add_model().session(bad).ok());
 }

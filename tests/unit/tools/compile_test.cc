@@ -6,6 +6,7 @@
 
 #include "format/ferry_file.h"
 #include "tools/compile.h"
+#include "tools/run_inputs.h"
 #include "unit/format/format_test_util.h"
 
 namespace ferry::tools {
@@ -13,16 +14,21 @@ namespace {
 
 using format::testing::TempDir;
 
+// compile's --input-shape and everyone's --shape read one syntax: NAME=DIMS or NAME:DIMS.
 TEST(CompileFlags, InputShape) {
-  auto a = parse_input_shape("input:0:1,3,224,224");
+  auto a = parse_shape_arg("input:0:1,3,224,224", "--input-shape");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->first, "input:0");
   EXPECT_EQ(a->second, (std::vector<int64_t>{1, 3, 224, 224}));
-  auto scalar = parse_input_shape("s:");
+  auto eq = parse_shape_arg("images=1,3,320,320", "--input-shape");
+  ASSERT_TRUE(eq.ok());
+  EXPECT_EQ(eq->first, "images");
+  EXPECT_EQ(eq->second, (std::vector<int64_t>{1, 3, 320, 320}));
+  auto scalar = parse_shape_arg("s:", "--input-shape");
   ASSERT_TRUE(scalar.ok());
   EXPECT_TRUE(scalar->second.empty());
   for (const char* bad : {"x", ":1,2", "x:1,,2", "x:-1", "x:1,a", "x:99999999999999999"})
-    EXPECT_FALSE(parse_input_shape(bad).ok()) << bad;
+    EXPECT_FALSE(parse_shape_arg(bad, "--input-shape").ok()) << bad;
 }
 
 TEST(CompileFlags, Gears) {
@@ -43,7 +49,7 @@ TEST(CompileModel, FixedShapesAndGearsAreStored) {
   CompileRequest req;
   req.model_path = src;
   req.output_path = tmp.file("fixed.ferry");
-  req.input_shapes = {{"x", {3, 4}}};
+  req.prepare.input_shapes = {{"x", {3, 4}}};
   auto r = compile_model(req);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_GT(r->nodes_before, 0);
@@ -51,7 +57,7 @@ TEST(CompileModel, FixedShapesAndGearsAreStored) {
   auto fixed = format::read_model(req.output_path);
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->model->graph->inputs[0]->type_string(), "float32[3,4]");
-  EXPECT_EQ(fixed->options.input_shapes, req.input_shapes);
+  EXPECT_EQ(fixed->options.input_shapes, req.prepare.input_shapes);
   EXPECT_EQ(fixed->options.opt_level, 2);
   EXPECT_GT(fixed->options.source_size, 0u);
   EXPECT_NE(format_compile_report(*r).find("nodes: "), std::string::npos);
@@ -66,12 +72,12 @@ TEST(CompileModel, FixedShapesAndGearsAreStored) {
   EXPECT_EQ(geared->options.dynamic_batch, req.dynamic_batch);
   EXPECT_NE(format_compile_report(*g).find("dynamic batch: 1, 4"), std::string::npos);
 
-  req.input_shapes = {{"nope", {1}}};
+  req.prepare.input_shapes = {{"nope", {1}}};
   auto bad = compile_model(req);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().to_string().find("'nope'"), std::string::npos);
-  req.input_shapes.clear();
-  req.opt_level = 9;
+  req.prepare.input_shapes.clear();
+  req.prepare.opt_level = 9;
   EXPECT_FALSE(compile_model(req).ok());
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backends/cpu/isa_probe.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/cpu_backend.h"
 #include "ir/graph.h"
 #include "ops/op.h"
@@ -51,6 +52,8 @@ std::unique_ptr<runtime::Session> open(const std::string& backend) {
   so.backend = backend;
   so.opt_level = 2;  // conv + relu + add fused: its result goes to the depthwise conv in bf16 storage
   so.precision.mode = passes::PrecisionMode::kBf16;
+  // Native bf16 wherever the ISA has it, also where ferry would choose the emulation for speed.
+  so.backend_options.cpu.bf16 = Choice::kOn;
   auto s = runtime::Session::from_model(std::move(m).value(), so);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? std::move(s).value() : nullptr;
@@ -105,8 +108,9 @@ TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
 }
 
 TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
-  if (!native_bf16_available())
-    GTEST_SKIP() << "native bf16 is not chosen here: " << bf16_choice().why << " (ctest sets FERRY_CPU_BF16=1)";
+  CpuOptions forced;
+  forced.bf16 = Choice::kOn;
+  if (!choose_bf16(forced).native) GTEST_SKIP() << "no native bf16 here: " << choose_bf16(forced).why;
   auto cpu = open("cpu");
   ASSERT_TRUE(cpu);
   const auto* plan = cpu->executor().main_plan();
@@ -127,12 +131,16 @@ TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
 // The choice is explained, and the probe behind it measures something plausible: a positive, finite rate
 // ratio within what any x86 core could show (bf16 dot products at 1/8x to 8x the fp32 FMA flop rate).
 TEST(CpuBf16, ChoiceHasAReasonAndTheProbeMeasures) {
-  const Bf16Choice& c = bf16_choice();
+  const Bf16Choice c = choose_bf16(CpuOptions{});
   EXPECT_FALSE(c.why.empty());
-  // Supported but not chosen: the override is named (=0 set, or the hint that =1 forces native).
+  // Supported but not chosen: the flag that forces native is named.
   if (c.supported && !c.native) {
-    EXPECT_NE(c.why.find("FERRY_CPU_BF16"), std::string::npos) << c.why;
+    EXPECT_NE(c.why.find("--cpu-bf16"), std::string::npos) << c.why;
   }
+  // Forced off, the choice says so on every machine.
+  CpuOptions off;
+  off.bf16 = Choice::kOff;
+  EXPECT_FALSE(choose_bf16(off).native);
   if (!c.supported) GTEST_SKIP() << c.why;
   const double r = measure_bf16_dot_vs_fma();
   EXPECT_TRUE(std::isfinite(r)) << r;

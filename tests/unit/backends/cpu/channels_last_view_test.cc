@@ -34,12 +34,13 @@ graph g (%x: float32[2,32,7,7])
   return %z
 )";
 
-std::unique_ptr<runtime::Session> open(const std::string& backend) {
+std::unique_ptr<runtime::Session> open(const std::string& backend, Choice own_depthwise = Choice::kAuto) {
   auto m = ir::parse_model(kBlock);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   runtime::SessionOptions so;
   so.backend = backend;
   so.opt_level = 2;
+  so.backend_options.cpu.own_depthwise = own_depthwise;
   auto s = runtime::Session::from_model(std::move(m).value(), so);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? std::move(s).value() : nullptr;
@@ -49,9 +50,7 @@ TEST(CpuChannelsLastView, ConvNextBlockMatchesReferenceWithoutCopies) {
   // The depthwise conv must write channels-last for to_nhwc to be a view: oneDNN does with AVX-512
   // (brdgmm, nhwc), not on AVX2 (jit_dw, nChw8c), so the backend's own channels-last depthwise kernel
   // (opt-in, depthwise_conv.cc) takes it here on every CPU.
-  setenv("FERRY_CPU_OWN_DEPTHWISE", "1", 1);
-  auto cpu = open("cpu"), ref = open("reference");
-  unsetenv("FERRY_CPU_OWN_DEPTHWISE");
+  auto cpu = open("cpu", Choice::kOn), ref = open("reference");
   ASSERT_TRUE(cpu && ref);
   Tensor x(DType::kFloat32, {2, 32, 7, 7});
   std::mt19937 gen(5);

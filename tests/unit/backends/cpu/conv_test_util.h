@@ -103,8 +103,9 @@ class GraphBuilder {
 // Runs `g` on backend `backend` ("cpu" or "reference"); outputs as plain tensors, in graph order.
 inline Result<std::vector<Tensor>> run_graph(const ir::Graph& g, const std::string& backend,
                                              const std::vector<Tensor>& inputs,
-                                             const runtime::NodeHook* hook = nullptr) {
-  FERRY_ASSIGN_OR_RETURN(auto b, backends::make_backend(backend));
+                                             const runtime::NodeHook* hook = nullptr,
+                                             const backends::BackendOptions& options = {}) {
+  FERRY_ASSIGN_OR_RETURN(auto b, backends::make_backend(backend, options));
   runtime::Executor ex(std::move(b));
   FERRY_RETURN_IF_ERROR(ex.prepare(g));
   runtime::Scope scope;

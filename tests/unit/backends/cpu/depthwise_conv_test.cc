@@ -10,11 +10,12 @@
 namespace ferry::backends::cpu::testing {
 namespace {
 
-// The opt-in kernel on for one test's kernel choices (read at each choice), off again after.
-struct OwnDepthwiseOn {
-  OwnDepthwiseOn() { setenv("FERRY_CPU_OWN_DEPTHWISE", "1", 1); }
-  ~OwnDepthwiseOn() { unsetenv("FERRY_CPU_OWN_DEPTHWISE"); }
-};
+// The opt-in kernel, forced on (--cpu-own-depthwise on) for the backends of the tests that test it.
+BackendOptions own_depthwise() {
+  BackendOptions o;
+  o.cpu.own_depthwise = Choice::kOn;
+  return o;
+}
 
 
 struct DwCase {
@@ -28,8 +29,8 @@ struct DwCase {
 void PrintTo(const DwCase& c, std::ostream* os) { *os << c.name; }
 
 // The kernel a node gets on the cpu backend.
-std::string kernel_name(const ir::Node& n) {
-  auto backend = make_backend("cpu");
+std::string kernel_name(const ir::Node& n, const BackendOptions& options = own_depthwise()) {
+  auto backend = make_backend("cpu", options);
   auto k = (*backend)->create_kernel(n);
   return k.ok() ? (*k)->name() : "error: " + k.status().to_string();
 }
@@ -37,7 +38,6 @@ std::string kernel_name(const ir::Node& n) {
 class CpuDepthwiseCases : public ::testing::TestWithParam<DwCase> {};
 
 TEST_P(CpuDepthwiseCases, MatchesReferenceOnOwnKernel) {
-  OwnDepthwiseOn on;
   const DwCase& c = GetParam();
   const int64_t ch = c.x[1];
   GraphBuilder b;
@@ -52,7 +52,7 @@ TEST_P(CpuDepthwiseCases, MatchesReferenceOnOwnKernel) {
   ir::Graph& g = b.finish();
   EXPECT_NE(kernel_name(*g.nodes[0]).find("depthwise"), std::string::npos) << kernel_name(*g.nodes[0]);
   Tensor xt = random_tensor(c.x, 1);
-  auto cpu = run_graph(g, "cpu", {xt});
+  auto cpu = run_graph(g, "cpu", {xt}, nullptr, own_depthwise());
   auto ref = run_graph(g, "reference", {xt});
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
@@ -113,7 +113,6 @@ ir::Value* unfused_op(GraphBuilder& b, const std::string& op, float alpha, float
 class CpuDepthwisePostOps : public ::testing::TestWithParam<DwPostOps> {};
 
 TEST_P(CpuDepthwisePostOps, MatchesUnfusedReference) {
-  OwnDepthwiseOn on;
   const DwPostOps& c = GetParam();
   // 40 channels: two full vectors and a tail; width 21: fast-path blocks of 8, 8, 4, 1.
   const std::vector<int64_t> xd{2, 40, 9, 21}, wd{40, 1, 3, 3};
@@ -139,7 +138,7 @@ TEST_P(CpuDepthwisePostOps, MatchesUnfusedReference) {
   for (size_t i = 0; i < c.ops.size(); ++i) y = unfused_op(ref, c.ops[i], c.alpha[i], c.beta[i], y);
   ref.output(y);
 
-  auto got = run_graph(fused.graph(), "cpu", {xt});
+  auto got = run_graph(fused.graph(), "cpu", {xt}, nullptr, own_depthwise());
   auto want = run_graph(ref.finish(), "reference", {xt});
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   ASSERT_TRUE(want.ok()) << want.status().to_string();
@@ -162,7 +161,6 @@ INSTANTIATE_TEST_SUITE_P(
 
 // What the kernel leaves to oneDNN: a residual sum, a post-op it lacks, a channel multiplier.
 TEST(CpuDepthwise, LeavesUncoveredNodesToOneDnn) {
-  OwnDepthwiseOn on;
   GraphBuilder b;
   ir::Value* x = b.input("x", {1, 16, 8, 8});
   ir::Value* z = b.input("z", {1, 16, 8, 8});
@@ -186,24 +184,22 @@ TEST(CpuDepthwise, LeavesUncoveredNodesToOneDnn) {
   }
 }
 
-// Without FERRY_CPU_OWN_DEPTHWISE=1 depthwise convolutions stay on oneDNN (the kernel is opt-in).
+// Without --cpu-own-depthwise on depthwise convolutions stay on oneDNN (the kernel is opt-in).
 TEST(CpuDepthwise, OffByDefault) {
-  unsetenv("FERRY_CPU_OWN_DEPTHWISE");
   GraphBuilder b;
   ir::Value* x = b.input("x", {1, 16, 8, 8});
   b.output(b.node("Conv", {x, b.constant(random_tensor({16, 1, 3, 3}, 1))}, {{"group", int_attr(16)}}));
-  const std::string k = kernel_name(*b.finish().nodes[0]);
+  const std::string k = kernel_name(*b.finish().nodes[0], BackendOptions{});
   EXPECT_NE(k.find("onednn"), std::string::npos) << k;
 }
 
 // A runtime X whose channels do not match the weights gets an error naming the node's shapes.
 TEST(CpuDepthwise, WrongChannelCountIsAnError) {
-  OwnDepthwiseOn on;
   GraphBuilder b;
   ir::Value* x = b.dynamic_input("x", {1, 16, 8, 8});
   b.output(b.node("Conv", {x, b.constant(random_tensor({16, 1, 3, 3}, 1))}, {{"group", int_attr(16)}}));
   ir::Graph& g = b.finish();
-  auto r = run_graph(g, "cpu", {random_tensor({1, 8, 8, 8}, 2)});
+  auto r = run_graph(g, "cpu", {random_tensor({1, 8, 8, 8}, 2)}, nullptr, own_depthwise());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().to_string().find("16"), std::string::npos) << r.status().to_string();
 }

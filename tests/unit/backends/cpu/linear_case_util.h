@@ -31,7 +31,10 @@ inline Attrs linear_post_ops(std::vector<std::string> ops, std::vector<float> al
 }
 
 // The node of `c` gets a kernel whose name starts with `kernel_prefix` and matches the reference.
-inline void check_linear_case(const LinearCase& c, const std::string& kernel_prefix) {
+// `gemm` forces the GEMM path under test (on any machine that can run it).
+inline void check_linear_case(const LinearCase& c, const std::string& kernel_prefix, CpuGemm gemm) {
+  BackendOptions options;
+  options.cpu.gemm = gemm;
   GraphBuilder g;
   std::vector<ir::Value*> ins{g.input("a", c.a), g.constant(random_tensor(c.b, 2))};
   std::vector<Tensor> inputs{random_tensor(c.a, 1)};
@@ -46,11 +49,11 @@ inline void check_linear_case(const LinearCase& c, const std::string& kernel_pre
   const bool fused = c.op == "FusedMatMul";
   g.output(g.node(c.op, ins, c.attrs, fused ? 1 : 13, fused ? "com.ferry" : ""));
   ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
+  auto backend = make_backend("cpu", options);
   auto k = (*backend)->create_kernel(*graph.nodes[0]);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
   EXPECT_EQ((*k)->name().rfind(kernel_prefix, 0), 0u) << (*k)->name();
-  auto cpu = run_graph(graph, "cpu", inputs);
+  auto cpu = run_graph(graph, "cpu", inputs, nullptr, options);
   auto ref = run_graph(graph, "reference", inputs);
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
@@ -61,13 +64,15 @@ inline void check_linear_case(const LinearCase& c, const std::string& kernel_pre
 // every run matches the reference, the kernel is `kernel_name`, and an adopted initializer reads back
 // as the original weights bit for bit, or up to the sign of zero where `exact_zero_sign` is false.
 inline void check_adopted_pack(int64_t K, int64_t N, const std::vector<int64_t>& rows, const std::string& kernel_name,
-                               bool exact_zero_sign) {
+                               bool exact_zero_sign, CpuGemm gemm) {
+  BackendOptions options;
+  options.cpu.gemm = gemm;
   GraphBuilder g;
   Tensor w = random_tensor({K, N}, 5);
   ir::Value* wv = g.constant(w);
   g.output(g.node("MatMul", {g.dynamic_input("a", {rows[0], K}), wv}, {}, 13));
   ir::Graph& graph = g.finish();
-  auto cpu_backend = make_backend("cpu");
+  auto cpu_backend = make_backend("cpu", options);
   runtime::Executor ex(std::move(cpu_backend).value());
   ASSERT_TRUE(ex.prepare(graph).ok());
   for (int64_t r : rows) {

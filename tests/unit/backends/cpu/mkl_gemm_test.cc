@@ -2,7 +2,7 @@
 // and unpacks exactly, Linear layers with K, N >= 512 pick it (and every post-op, Bias or none, the
 // residual and Gemm's transB / beta match the reference backend), an adopted pack serves a second
 // batch size and unpacks bit for bit, and weights with inf fall back to oneDNN. Skipped where ferry
-// was built without MKL (or run with FERRY_CPU_MKL=0).
+// was built without MKL. The path is forced (--cpu-gemm mkl), so it is tested on any vendor's CPU.
 #include "unit/backends/cpu/linear_case_util.h"
 
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/vec_gemm.h"
 
@@ -17,15 +18,16 @@ namespace ferry::backends::cpu::testing {
 namespace {
 
 // ferry leaves MKL unused on non-Intel CPUs (slower there), but the path must be right wherever it can
-// be forced: FERRY_CPU_MKL=1 unless the caller set it, before main() and so before the choice is made.
-const bool kMklForced = setenv("FERRY_CPU_MKL", "1", /*overwrite=*/0) == 0;
+// be forced: every backend here is made with --cpu-gemm mkl.
+BackendOptions mkl_options() {
+  BackendOptions o;
+  o.cpu.gemm = CpuGemm::kMkl;
+  return o;
+}
 
 #define SKIP_WITHOUT_MKL() \
-  if (!kMklForced || !mkl_enabled()) GTEST_SKIP() << "ferry was built without MKL, or FERRY_CPU_MKL=0"
-// The MatMul kernel takes the MKL path only where the own packed GEMM is not chosen (AVX-512 CPUs).
-#define SKIP_UNLESS_MKL_PATH()                                                                   \
-  SKIP_WITHOUT_MKL();                                                                            \
-  if (vec_gemm_enabled()) GTEST_SKIP() << "no AVX-512: Linear layers take the own packed GEMM (vec_gemm_test)"
+  if (choose_gemm(mkl_options().cpu).used != CpuGemm::kMkl) GTEST_SKIP() << "ferry was built without MKL"
+#define SKIP_UNLESS_MKL_PATH() SKIP_WITHOUT_MKL()
 
 // Equal values (a -0.0 weight unpacks as +0.0: 1 * -0 + 0 * others is +0; products are unaffected).
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
@@ -76,7 +78,7 @@ class CpuMklMatMul : public ::testing::TestWithParam<LinearCase> {};
 
 TEST_P(CpuMklMatMul, TakesTheMklPathAndMatchesReference) {
   SKIP_UNLESS_MKL_PATH();
-  check_linear_case(GetParam(), "cpu:mkl:sgemm_packed");
+  check_linear_case(GetParam(), "cpu:mkl:sgemm_packed", CpuGemm::kMkl);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -100,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
 // initializer still reads back as the original weights (up to the sign of zero, mkl_gemm.h).
 TEST(CpuMklMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
   SKIP_UNLESS_MKL_PATH();
-  check_adopted_pack(512, 640, {32, 48, 20}, "cpu:mkl:sgemm_packed", /*exact_zero_sign=*/false);
+  check_adopted_pack(512, 640, {32, 48, 20}, "cpu:mkl:sgemm_packed", /*exact_zero_sign=*/false, CpuGemm::kMkl);
 }
 
 TEST(CpuMklMatMul, NonFiniteWeightsStayOnOneDnn) {
@@ -110,7 +112,7 @@ TEST(CpuMklMatMul, NonFiniteWeightsStayOnOneDnn) {
   w.data<float>()[7] = std::numeric_limits<float>::infinity();
   g.output(g.node("MatMul", {g.input("a", {32, 512}), g.constant(w)}, {}, 13));
   ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
+  auto backend = make_backend("cpu", mkl_options());
   auto k = (*backend)->create_kernel(*graph.nodes[0]);
   ASSERT_TRUE(k.ok());
   EXPECT_EQ((*k)->name().rfind("cpu:onednn:matmul:", 0), 0u) << (*k)->name();

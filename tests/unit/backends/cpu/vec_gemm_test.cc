@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/isa_probe.h"
+#include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/vec_gemm.h"
 
 namespace ferry::backends::cpu::testing {
@@ -19,8 +20,8 @@ namespace {
 
 #define SKIP_WITHOUT_AVX2() \
   if (!isa_has(dnnl::cpu_isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
-#define SKIP_UNLESS_CHOSEN() \
-  if (!vec_gemm_enabled()) GTEST_SKIP() << "the own GEMM is not chosen here: " << vec_gemm_choice().why
+// The own GEMM is forced (--cpu-gemm own): it is tested on every AVX2 CPU, AVX-512 ones included.
+#define SKIP_UNLESS_CHOSEN() SKIP_WITHOUT_AVX2()
 
 // C = A * B in double, B stored [K, N] or [N, K].
 Tensor reference_product(const Tensor& a, const Tensor& b, int64_t m, int64_t K, int64_t N, bool trans) {
@@ -91,7 +92,7 @@ class CpuVecGemmMatMul : public ::testing::TestWithParam<LinearCase> {};
 
 TEST_P(CpuVecGemmMatMul, TakesThePackedPathAndMatchesReference) {
   SKIP_UNLESS_CHOSEN();
-  check_linear_case(GetParam(), "cpu:vec:gemm_packed_avx2");
+  check_linear_case(GetParam(), "cpu:vec:gemm_packed_avx2", CpuGemm::kOwn);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -115,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
 // initializer reads back as the original weights bit for bit.
 TEST(CpuVecGemmMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
   SKIP_UNLESS_CHOSEN();
-  check_adopted_pack(256, 160, {32, 48, 20}, "cpu:vec:gemm_packed_avx2", /*exact_zero_sign=*/true);
+  check_adopted_pack(256, 160, {32, 48, 20}, "cpu:vec:gemm_packed_avx2", /*exact_zero_sign=*/true, CpuGemm::kOwn);
 }
 
 }  // namespace

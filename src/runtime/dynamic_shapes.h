@@ -15,7 +15,7 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 
-namespace ferry::tools {
+namespace ferry::runtime {
 
 // Per dim: [lo, hi]; lo == hi a fixed size; hi == -1 no upper bound (lo 1).
 using DimRange = std::pair<int64_t, int64_t>;
@@ -49,4 +49,4 @@ Result<size_t> match_dims_gear(const std::vector<std::pair<std::string, int>>& p
 inline constexpr const char* kDynamicDimsKey = "ferry.dynamic_dims";
 inline constexpr const char* kInputRangesKey = "ferry.input_ranges";
 
-}  // namespace ferry::tools
+}  // namespace ferry::runtime

@@ -1,8 +1,8 @@
-#include "tools/dynamic_shapes.h"
+#include "runtime/dynamic_shapes.h"
 
 #include <algorithm>
 
-namespace ferry::tools {
+namespace ferry::runtime {
 
 namespace {
 
@@ -201,4 +201,4 @@ Result<size_t> match_dims_gear(const std::vector<std::pair<std::string, int>>& p
                          dims_gears_to_string(gears) + " for (" + where + ")");
 }
 
-}  // namespace ferry::tools
+}  // namespace ferry::runtime
