@@ -44,7 +44,7 @@ struct PrepareOptions {
   // on the host; a target without a local device (ascend*) is emulated: its numerics on this CPU.
   // When `precision_given` is false the target's default precision applies (Ascend: fp16, as ATC).
   std::string target;
-  bool precision_given = true;
+  bool precision_given = false;  // set when the precision was chosen (a flag), not left at its default
 };
 
 // What prepare() did, for reports.

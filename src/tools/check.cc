@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "passes/pipeline.h"
+#include "runtime/prepare.h"
 #include "targets/partition.h"
 #include "runtime/model_session.h"
 
@@ -54,7 +54,7 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   frontend::ImportOptions imp;
   imp.check_ops = false;  // checking a model ferry cannot run is part of the point
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(path, imp));
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, runtime::open_model(path, imp));
+  std::unique_ptr<ir::Model> model = original->clone();
 
   CheckReport rep;
   rep.model = path;
@@ -83,24 +83,30 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   }
   rep.shape_mode = dynamic_inputs.empty() ? "static" : (target.allows_dynamic("any") ? "dynamic" : "gears or ranges");
 
-  passes::OptimizeOptions o;
-  o.opt_level = 1;
-  o.input_shapes = shapes;
-  Status st = passes::optimize(*model, o);
+  // The placement `run --target` makes (runtime/prepare.h): shapes fixed, level-1 cleanup, then placed.
+  runtime::PrepareOptions po;
+  po.opt_level = 1;
+  po.input_shapes = shapes;
+  po.target = opts.target;
+  po.precision_given = true;  // fp32: placement is what is checked, rounding nodes would only add rows
+  runtime::PrepareReport prepared;
+  Status st = runtime::prepare(*model, po, &prepared);
   if (!st.ok()) {
     rep.findings.push_back("constant folding with fixed shapes failed (" + st.to_string() +
                            "); placed as written");
-    FERRY_ASSIGN_OR_RETURN(model, runtime::open_model(path, imp));
+    model = original->clone();
+    po.opt_level = 0;
+    po.input_shapes.clear();
+    FERRY_RETURN_IF_ERROR(runtime::prepare(*model, po, &prepared));
   }
   ir::Graph& g = *model->graph;
 
   // Placement of the folded graph's nodes, by name; provenance tells which original nodes survive.
   std::set<const ir::Value*> dd = targets::data_dependent_values(target, g);
-  std::map<std::string, targets::NodePlacement> by_name;
+  std::map<std::string, targets::NodePlacement> by_name(prepared.placement.begin(), prepared.placement.end());
   std::set<std::string> covered;
   std::vector<std::string> dd_nodes;
   for (const auto& n : g.nodes) {
-    by_name[n->name] = targets::place_node(target, host ? &*host : nullptr, *n, dd);
     for (const auto& p : n->provenance) covered.insert(p);
     for (const ir::Value* v : n->outputs)
       if (v && dd.count(v) && v->producer == n.get() &&

@@ -86,7 +86,7 @@ std::string isa_name(dnnl::cpu_isa isa) {
 
 }  // namespace
 
-DoctorReport run_doctor() {
+DoctorReport run_doctor(const backends::CpuOptions& cpu) {
   DoctorReport r;
   auto add = [&](std::string area, std::string name, std::string value, bool ok = true, std::string hint = "") {
     r.findings.push_back({std::move(area), std::move(name), std::move(value), ok, std::move(hint)});
@@ -138,7 +138,7 @@ DoctorReport run_doctor() {
   add("kernels", "vectorized kernels (Highway)", backends::cpu::vec_math_target());
   {
     // What the cpu backend takes by default on this machine (each row can be forced by a --cpu-* flag).
-    const auto backend = backends::make_backend("cpu", {});
+    const auto backend = backends::make_backend("cpu", {0, cpu});
     if (backend.ok())
       for (const std::string& line : (*backend)->kernel_choices()) {
         const size_t colon = line.find(": ");

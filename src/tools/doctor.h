@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/backend_options.h"
+
 namespace ferry::tools {
 
 struct DoctorFinding {
@@ -25,7 +27,8 @@ struct DoctorReport {
 };
 
 // Reads /proc, the CPU, oneDNN, OpenMP and runs the venv python once (a few hundred ms).
-DoctorReport run_doctor();
+// `cpu`: the kernel choices to report (what `auto` picks on this machine, or what a --cpu-* flag forces).
+DoctorReport run_doctor(const backends::CpuOptions& cpu = {});
 std::string format_doctor(const DoctorReport& r);
 nlohmann::json doctor_to_json(const DoctorReport& r);
 

@@ -165,6 +165,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   req.prepare.input_shapes = shapes;
   req.prepare.precision.mode = mode;
   req.prepare.target = o.target;
+  req.prepare.precision_given = true;  // `mode` is the asked-for precision or the target's default already
   std::string compile_cmd = "ferry compile " + model_q + " -o " + quote(ferry_file) + shape_flags + " --target " +
                             quote(o.target) + " --precision " + precision;
   auto compiled = compile_model(req);

@@ -41,15 +41,19 @@ check("doctor: the bf16 choice is named with its reason",
       (b.startswith("native (") or b.startswith("emulated (")) and ("AMX" in b or "FMA flop rate" in b or
                                                                       "no avx512_bf16" in b), b)
 check("doctor: without avx512_bf16 the choice is emulated", "avx512_bf16" in flags or b.startswith("emulated ("), b)
-env0 = dict(os.environ, FERRY_CPU_BF16="0")
-out0 = subprocess.run([u.FERRY, "doctor"], capture_output=True, text=True, env=env0).stdout
-# Where the ISA has no bf16 that is the reason given, override or not.
-why0 = "FERRY_CPU_BF16=0" if "avx512_bf16" in flags else "this CPU has no avx512_bf16"
-check("doctor: FERRY_CPU_BF16=0 reported as emulated", "emulated (%s)" % why0 in out0, out0)
-g = f.get("own packed GEMM (fp32 Linear)", {}).get("value", "")
-check("doctor: the own packed GEMM choice with its reason (used without AVX-512)",
-      g.startswith("used (" if "avx512f" not in flags and "avx2" in flags else "not used (") or
-      "FERRY_CPU_VEC_GEMM" in g, g)
+out0 = subprocess.run([u.FERRY, "doctor", "--cpu-bf16", "off"], capture_output=True, text=True).stdout
+# Where the ISA has no bf16 that is the reason given, forced off or not.
+why0 = "--cpu-bf16 off" if "avx512_bf16" in flags else "this CPU has no avx512_bf16"
+check("doctor --cpu-bf16 off: reported as emulated", "emulated (%s" % why0 in out0, out0)
+g = f.get("GEMM (fp32 Linear layers)", {}).get("value", "")
+vendor = open("/proc/cpuinfo").read()
+want_gemm = ("own packed AVX2 GEMM (" if "avx512f" not in flags and "avx2" in flags else
+             "MKL packed sgemm (" if "GenuineIntel" in vendor else "oneDNN matmul (")
+check("doctor: the GEMM choice with its reason (%s)" % want_gemm, g.startswith(want_gemm) or "without MKL" in g, g)
+outg = subprocess.run([u.FERRY, "doctor", "--cpu-gemm", "onednn"], capture_output=True, text=True).stdout
+check("doctor --cpu-gemm onednn: the forced choice is shown", "oneDNN matmul (--cpu-gemm onednn)" in outg, outg)
+for row in ("Winograd 3x3 conv", "blocked 1x1 conv", "depthwise conv"):
+    check("doctor: kernel choice row '%s'" % row, row in f, sorted(f))
 peak = f.get("fp32 FMA peak (measured)", {}).get("value", "")
 check("doctor: the fp32 FMA peak is measured (AVX2 or AVX-512)", "avx2" not in flags or " GFLOP/s on " in peak, peak)
 py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv", "bin", "python")

@@ -62,25 +62,22 @@ if ybf is not None:
     check("bf16 output values are bf16 values", not bits.any())
     check("bf16 close to fp32", np.max(np.abs(ybf - y32)) <= 0.05 * np.max(np.abs(y32)), np.max(np.abs(ybf - y32)))
 # The label says what this CPU does, as `ferry doctor` reports the choice: native bf16 with AMX or a
-# full-rate avx512_bf16, EMULATED otherwise and with FERRY_CPU_BF16=0 (the same numbers computed in fp32
-# on the rounded values). FERRY_CPU_BF16=1 forces native wherever the ISA has bf16.
+# full-rate avx512_bf16, EMULATED otherwise and with --cpu-bf16 off (the same numbers computed in fp32
+# on the rounded values). --cpu-bf16 on forces native wherever the ISA has bf16.
 _, doc, _ = u.ferry("doctor")
 has_bf16 = re.search(r"avx512_bf16\s+yes", doc) is not None
 native_here = re.search(r"bf16 Conv/MatMul\s+native", doc) is not None
 check("bf16 run: labelled native or EMULATED as doctor's choice says",
       ("native bf16 on the cpu backend" in out) == native_here and ("EMULATED" in out) != native_here, (out, doc))
-os.environ["FERRY_CPU_BF16"] = "0"
-rc, out0, err, ybf0 = run("--precision", "bf16", tag="bf16_emulated")
+rc, out0, err, ybf0 = run("--precision", "bf16", "--cpu-bf16", "off", tag="bf16_emulated")
 # The label gives the reason: the override where the CPU has bf16, the missing ISA where it has not.
-why0 = "FERRY_CPU_BF16=0" if has_bf16 else "no avx512_bf16"
-check("FERRY_CPU_BF16=0: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0 and why0 in out0, (out0, err))
+why0 = "--cpu-bf16 off" if has_bf16 else "no avx512_bf16"
+check("--cpu-bf16 off: bf16 run says EMULATED", rc == 0 and "EMULATED" in out0 and why0 in out0, (out0, err))
 ybf1 = None
 if has_bf16:
-    os.environ["FERRY_CPU_BF16"] = "1"
-    rc, out1, err, ybf1 = run("--precision", "bf16", tag="bf16_native")
-    check("FERRY_CPU_BF16=1: bf16 run says native", rc == 0 and "native bf16 on the cpu backend: FERRY_CPU_BF16=1" in out1,
+    rc, out1, err, ybf1 = run("--precision", "bf16", "--cpu-bf16", "on", tag="bf16_native")
+    check("--cpu-bf16 on: bf16 run says native", rc == 0 and "native bf16 on the cpu backend: --cpu-bf16 on" in out1,
           (out1, err))
-del os.environ["FERRY_CPU_BF16"]
 rc, outr, err, _ = run("--precision", "bf16", "--backend", "reference", tag="bf16_reference")
 check("bf16 on the reference backend says EMULATED", rc == 0 and "EMULATED on the reference backend" in outr, (outr, err))
 if ybf1 is not None and ybf0 is not None:

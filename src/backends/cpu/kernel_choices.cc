@@ -112,9 +112,9 @@ std::vector<std::string> describe_kernel_choices(const CpuOptions& o) {
   std::vector<std::string> out;
   const GemmChoice g = choose_gemm(o);
   const char* gemm = g.used == CpuGemm::kMkl ? "MKL packed sgemm" : g.used == CpuGemm::kOwn ? "own packed AVX2 GEMM" : "oneDNN matmul";
-  out.push_back(std::string("GEMM (fp32 Linear layers): ") + gemm + ": " + g.why);
+  out.push_back(std::string("GEMM (fp32 Linear layers): ") + gemm + " (" + g.why + ")");
   const Bf16Choice b = choose_bf16(o);
-  out.push_back(std::string("bf16 Conv/MatMul: ") + (b.native ? "native" : "emulated (fp32 on rounded values)") + ": " + b.why);
+  out.push_back(std::string("bf16 Conv/MatMul: ") + (b.native ? "native" : "emulated") + " (" + b.why + ")");
   out.push_back(std::string("Winograd 3x3 conv: ") +
                 (winograd_allowed(o) ? "where measured faster (3x3, stride 1, >= 32 channels)" : "off (--cpu-winograd off)"));
   std::string blocked = "auto: nChw16c jit_1x1 for 1x1 convs of streaming CNNs";

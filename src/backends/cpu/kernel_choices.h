@@ -35,7 +35,7 @@ bool winograd_allowed(const CpuOptions& o);
 // The own channels-last depthwise kernel (auto: off; depthwise_conv.cc says why).
 bool own_depthwise_chosen(const CpuOptions& o);
 
-// One line per choice, "GEMM (fp32 Linear): own packed AVX2 GEMM: AVX2 without AVX-512 ...".
+// One line per choice, "GEMM (fp32 Linear layers): own packed AVX2 GEMM (AVX2 without AVX-512 ...)".
 std::vector<std::string> describe_kernel_choices(const CpuOptions& o);
 
 }  // namespace ferry::backends::cpu
