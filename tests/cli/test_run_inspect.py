@@ -169,4 +169,19 @@ check("--help lists the subcommands", rc == 0 and "inspect" in out and "run" in 
 rc, out, err = u.ferry("run", "--help")
 check("run --help lists the flags", rc == 0 and all(f in out for f in ("--input", "--inputs", "--shape", "--seed",
                                                                         "--output-dir")), out)
+# An unknown subcommand is a usage error whatever follows it (CLI11 alone printed the main help, exit 0).
+for args, needle in ((["evaluat", "--help"], "the commands are: compile inspect run"), (["evaluat"], "the commands are:"),
+                     (["inspcet", tiny], "did you mean 'inspect'?"), (["tune-precison", "--help"], "did you mean 'tune-precision'?")):
+    rc, out, err = u.ferry(*args)
+    check("unknown command %s: exit 2, named, %r" % (args[0], needle),
+          rc == 2 and "unknown command '%s'" % args[0] in err and needle in err and not out, (rc, err, out[:200]))
+# A flag typo names the closest flag of that subcommand.
+rc, out, err = u.ferry("run", tiny, "--seeed", "3")
+check("run --seeed: exit 2, did you mean '--seed'", rc == 2 and "unknown option '--seeed'" in err and
+      "did you mean '--seed'?" in err, (rc, err))
+rc, out, err = u.ferry("inspect", tiny, "--jsn=x.json")
+check("inspect --jsn=FILE: did you mean '--json'", rc == 2 and "did you mean '--json'?" in err, (rc, err))
+rc, out, err = u.ferry("run", tiny, "--zzzzzz")
+check("run --zzzzzz: unknown option, no suggestion", rc == 2 and "unknown option '--zzzzzz'" in err and
+      "did you mean" not in err, (rc, err))
 u.finish()
