@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/commands.h"
 #include "runtime/session.h"
 
 namespace ferry::cli {
@@ -58,7 +59,7 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::Range(0, 3))
       ->type_name("0..3");
   cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one())
       ->type_name("N");
   add_precision_flags(cmd, f);
   cmd->add_option("--target", f.target,
