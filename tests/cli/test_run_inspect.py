@@ -141,8 +141,9 @@ dyn_mm = save(model([helper.make_node("MatMul", ["x", "W3"], ["y"], name="mm"),
                      helper.make_node("Relu", ["y"], ["z"], name="relu")],
                     [vi("x", F, ["N", 10])], [vi("z", F, ["N", 5])], [inits[4]]), os.path.join(tmp, "dyn_mm.onnx"))
 rc, out, err = u.ferry("inspect", dyn_mm)
-check("inspect: dynamic model says FLOPs unknown",
-      rc == 0 and re.search(r"FLOPs: unknown for 2 nodes with dynamic shapes", out) is not None, err + out)
+check("inspect: dynamic model says FLOPs need shapes, naming the input and the --shape to pass",
+      rc == 0 and "FLOPs: unknown: input 'x' has dynamic dims; pass --shape x=<N>,10" in out, err + out)
+check("inspect: dynamic model prints no partial FLOP count", re.search(r"FLOPs: [\d.]+ ", out) is None, out)
 check("inspect: symbolic dims printed", "x     float32[N,10]" in out or "float32[N,10]" in out, out)
 # --shape makes the dynamic dims concrete and re-infers shapes (elementwise ops: 10 + 10 FLOPs).
 dyn_ew = save(model([helper.make_node("Add", ["x", "x"], ["y"], name="add"),
@@ -155,6 +156,35 @@ except Exception:  # noqa: BLE001
     fl = {}
 check("inspect --shape: dynamic FLOPs counted", rc == 0 and fl.get("estimate") == 20 and
       fl.get("unknown_dynamic_nodes") == 0, err + out)
+# A dynamic H/W image input: the partial count (only the shape-free nodes) used to read "0 FLOPs".
+dyn_hw = save(model([helper.make_node("Conv", ["img", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                     helper.make_node("Relu", ["c"], ["r"], name="relu")],
+                    [vi("img", F, [1, 3, "height", "width"])], [vi("r", F, [1, 4, "height", "width"])], inits[:2]),
+              os.path.join(tmp, "dyn_hw.onnx"))
+rc, out, err = u.ferry("inspect", dyn_hw)
+check("inspect: dynamic H/W says FLOPs need --shape img=1,3,<height>,<width>",
+      rc == 0 and "FLOPs: unknown: input 'img' has dynamic dims; pass --shape img=1,3,<height>,<width>" in out and
+      re.search(r"FLOPs: [\d.]+ ", out) is None, err + out)
+rc, out, err = u.ferry("inspect", dyn_hw, "--shape", "img=1,3,8,8")
+check("inspect: dynamic H/W with --shape counts", rc == 0 and "FLOPs: 14.34 KFLOPs" in out, err + out)
+# Weights in Constant nodes (Paddle's exporter) count as parameters; an int64 shape Constant does not.
+wc = rng.standard_normal((3, 4)).astype(np.float32)
+bc = rng.standard_normal((4,)).astype(np.float32)
+paddle = save(model([helper.make_node("Constant", [], ["Wc"], name="w_const", value=numpy_helper.from_array(wc)),
+                     helper.make_node("Constant", [], ["Bc"], name="b_const", value=numpy_helper.from_array(bc)),
+                     helper.make_node("Constant", [], ["shp"], name="shape_const",
+                                      value=numpy_helper.from_array(np.array([2, 2], np.int64))),
+                     helper.make_node("MatMul", ["x", "Wc"], ["mm"], name="mm"),
+                     helper.make_node("Add", ["mm", "Bc"], ["a"], name="add"),
+                     helper.make_node("Reshape", ["a", "shp"], ["y"], name="reshape")],
+                    [vi("x", F, [1, 3])], [vi("y", F, [2, 2])]), os.path.join(tmp, "paddle.onnx"))
+rc, out, err = u.ferry("inspect", paddle)
+check("inspect: Constant-node weights counted as parameters",
+      rc == 0 and "parameters: 16 (64 B in 0 initializers and 2 Constant nodes; 16 in Constant nodes)" in out, err + out)
+rc, out, err = u.ferry("inspect", paddle, "--json", "-")
+j = json.loads(out) if rc == 0 else {}
+check("inspect: JSON Constant-node parameters", j.get("parameters") == 16 and j.get("constant_parameters") == 16 and
+      j.get("constant_nodes") == 2 and j.get("parameter_bytes") == 64, j)
 expect = u.expect_error("inspect --shape with a wrong rank", ["inspect", dyn_ew, "--shape", "x=2"], "rank")
 # Ops ferry cannot run are reported, not fatal, for inspect.
 unk = save(model([helper.make_node("FooBar", ["x"], ["y"], name="foo")], [vi("x", F, [2])], [vi("y", F, [2])]),
