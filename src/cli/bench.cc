@@ -46,6 +46,7 @@ int run_bench_command(const BenchArgs& a) {
   o.precision = session_options(a.session).precision;
   o.target = a.session.target;
   o.precision_given = !a.session.precision.empty();
+  o.allow_newer_opset = a.session.allow_newer_opset;
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.rounds = a.rounds;

@@ -36,6 +36,7 @@ int run_compile(const CompileArgs& a) {
   req.output_path = a.output;
   req.opt_level = a.opt_level;
   req.precision = session_options(a.precision).precision;
+  req.allow_newer_opset = a.precision.allow_newer_opset;
   for (const std::string& s : a.shapes) {
     if (tools::is_range_shape(s)) {
       auto ranged = tools::parse_input_range(s);
@@ -114,6 +115,7 @@ CommandFn add_compile_command(CLI::App& app) {
   cmd->add_option("--opt-level", args->opt_level, "0: none, 1: cleanup and folding, 2: + fusions (default), 3: + layout")
       ->check(CLI::Range(0, 3));
   add_precision_flags(cmd, args->precision);
+  add_opset_flag(cmd, args->precision);
   return [args] { return run_compile(*args); };
 }
 

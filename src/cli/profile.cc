@@ -44,7 +44,9 @@ int run_profile_cmd(const ProfileArgs& a) {
   o.progress = progress;
   if (a.batch > 0) {
     // --batch N: dim 0 of every input with a dynamic batch; other dynamic dims still need --shape.
-    auto m = tools::open_model(a.model);
+    frontend::ImportOptions import;
+    import.allow_newer_opset = o.session.allow_newer_opset;
+    auto m = tools::open_model(a.model, import);
     if (!m.ok()) return report_error(m.status());
     for (const ir::Value* v : (*m)->graph->inputs) {
       if (v->is_constant() || !v->shape || v->shape->empty() || o.inputs.shapes.count(v->name) || o.inputs.files.count(v->name))

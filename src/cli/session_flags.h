@@ -19,7 +19,15 @@ struct SessionFlags {
   std::string keep_fp32_file;
   bool keep_io_types = false;
   std::string mixlist;
+  bool allow_newer_opset = false;
 };
+
+// --allow-newer-opset (also used alone by `ferry compile`).
+inline void add_opset_flag(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_flag("--allow-newer-opset", f.allow_newer_opset,
+                "load a model whose ai.onnx opset is newer than ferry supports (its ops run as the newest version "
+                "ferry knows; results may be wrong)");
+}
 
 // The --precision help: every mode with its ATC equivalent (docs/precision.md has the details).
 inline const char* kPrecisionHelp =
@@ -68,6 +76,7 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                   "unless --precision says otherwise. ascend* targets have no local device: they are EMULATED on "
                   "this CPU (the device's numerics, CPU timings)")
       ->type_name("NAME|FILE");
+  add_opset_flag(cmd, f);
 }
 
 inline runtime::SessionOptions session_options(const SessionFlags& f) {
@@ -81,6 +90,7 @@ inline runtime::SessionOptions session_options(const SessionFlags& f) {
   so.precision.keep_fp32_file = f.keep_fp32_file;
   so.precision.keep_io_types = f.keep_io_types;
   so.precision.mixlist_path = f.mixlist;
+  so.allow_newer_opset = f.allow_newer_opset;
   return so;
 }
 

@@ -108,7 +108,9 @@ Status check_fixed_shape(const ir::Graph& g, const std::string& name, const std:
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(path));
+  frontend::ImportOptions import;
+  import.allow_newer_opset = opts.allow_newer_opset;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(path, import));
   return from_model(std::move(model), opts);
 }
 

@@ -39,6 +39,8 @@ struct SessionOptions {
   // target's default precision applies (Ascend: fp16, as ATC).
   std::string target;
   bool precision_given = true;
+  // Load a model whose default-domain opset is newer than ferry knows (frontend::ImportOptions).
+  bool allow_newer_opset = false;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.

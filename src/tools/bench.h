@@ -113,6 +113,7 @@ struct BenchOptions {
   passes::PrecisionOptions precision;  // fp16 runs are emulated: the report says so
   std::string target;                  // runtime::SessionOptions::target
   bool precision_given = true;
+  bool allow_newer_opset = false;      // runtime::SessionOptions::allow_newer_opset
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();

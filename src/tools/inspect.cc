@@ -202,6 +202,7 @@ ModelSummary summarize_model(const ir::Model& model) {
       s.dynamic_inputs.emplace_back(v->name, v->name + "=" + dims);
     }
   }
+  s.opset_warning = frontend::newer_opset_note(model);
   for (const ir::Value* v : g.outputs) s.outputs.push_back(decl_of(*v));
   walk(g, 0, s, ops::OpRegistry::global());
   return s;
@@ -210,6 +211,7 @@ ModelSummary summarize_model(const ir::Model& model) {
 Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions& opts) {
   frontend::ImportOptions io;
   io.check_ops = false;
+  io.allow_newer_opset = true;  // inspect says so (opset_warning) rather than refusing
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, open_model(path, io));
   if (!opts.shapes.empty()) {
     for (const auto& [name, dims] : opts.shapes) {
@@ -254,6 +256,7 @@ std::string format_flops(const ModelSummary& s) {
 
 std::string format_summary(const ModelSummary& s) {
   std::string o = "model: " + s.path + "\n";
+  if (!s.opset_warning.empty()) o += "warning: " + s.opset_warning + "; results may be wrong\n";
   o += "  ir_version " + std::to_string(s.ir_version);
   if (!s.producer.empty()) o += ", producer " + s.producer;
   o += "\n  opsets:";
@@ -322,6 +325,7 @@ nlohmann::json summary_to_json(const ModelSummary& s) {
           {"initializers", s.initializers},
           {"constant_parameters", s.constant_parameters},
           {"constant_nodes", s.constant_nodes},
+          {"warnings", s.opset_warning.empty() ? json::array() : json::array({s.opset_warning + "; results may be wrong"})},
           {"flops", {{"estimate", s.flops},
                      {"counted_nodes", s.flops_counted_nodes},
                      {"unknown_dynamic_nodes", s.flops_unknown_nodes},

@@ -41,6 +41,7 @@ struct ModelSummary {
   // Graph inputs with dynamic dims, as the --shape argument that fixes them ("x=1,3,<height>,<width>").
   std::vector<std::pair<std::string, std::string>> dynamic_inputs;
   std::string first_unknown_flops_node;  // label of the first node whose FLOPs need shapes
+  std::string opset_warning;             // frontend::newer_opset_note; "" when ferry knows the opset
   // FLOP estimate over the main graph's nodes (2 per multiply-add).
   double flops = 0;
   int64_t flops_counted_nodes = 0;   // nodes that contributed

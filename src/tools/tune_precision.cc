@@ -137,13 +137,16 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
   rep.max_evaluations = o.max_evaluations;
 
   // Inputs and the golden (reference backend, fp32, every ONNX-named intermediate).
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, open_model(o.model));
+  frontend::ImportOptions import;
+  import.allow_newer_opset = o.session.allow_newer_opset;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, open_model(o.model, import));
   FERRY_ASSIGN_OR_RETURN(std::vector<PreparedInput> prepared, prepare_inputs(*stored->graph, o.inputs));
   std::map<std::string, RtValue> feeds;
   for (const PreparedInput& in : prepared) feeds.emplace(in.name, RtValue(in.tensor));
   say("running the golden (reference backend, fp32) ...");
   FERRY_ASSIGN_OR_RETURN(compare::TensorMap golden,
-                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.threads));
+                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.threads,
+                                                       o.session.allow_newer_opset));
 
   auto judge = [&](const std::vector<std::pair<std::string, RtValue>>& outs, TuneEvaluation& e) {
     e.pass = true;

@@ -199,6 +199,21 @@ check("--help lists the subcommands", rc == 0 and "inspect" in out and "run" in 
 rc, out, err = u.ferry("run", "--help")
 check("run --help lists the flags", rc == 0 and all(f in out for f in ("--input", "--inputs", "--shape", "--seed",
                                                                         "--output-dir")), out)
+# A default-domain opset newer than ferry knows: run refuses it (naming the file, the opset and the newest
+# ferry supports) unless --allow-newer-opset; inspect loads it and warns.
+newer = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                   opset=99), os.path.join(tmp, "opset99.onnx"))
+u.expect_error("run refuses opset 99", ["run", newer], "opset99.onnx", "opset 99 is newer than the newest ferry supports",
+               "--allow-newer-opset")
+rc, out, err = u.ferry("run", newer, "--allow-newer-opset")
+check("run --allow-newer-opset runs opset 99", rc == 0 and "y: float32[2,3]" in out, (rc, err))
+rc, out, err = u.ferry("inspect", newer)
+check("inspect warns about opset 99 and still summarises",
+      rc == 0 and "warning: opset 99 is newer than the newest ferry supports" in out and "results may be wrong" in out
+      and "Relu" in out, (rc, err, out))
+rc, out, err = u.ferry("inspect", tiny)
+check("inspect: no opset warning for opset 17", rc == 0 and "warning:" not in out, out)
+
 # An unknown subcommand is a usage error whatever follows it (CLI11 alone printed the main help, exit 0).
 for args, needle in ((["evaluat", "--help"], "the commands are: compile inspect run"), (["evaluat"], "the commands are:"),
                      (["inspcet", tiny], "did you mean 'inspect'?"), (["tune-precison", "--help"], "did you mean 'tune-precision'?")):
