@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/input_flags.h"
 #include "cli/session_flags.h"
 #include "tools/bench.h"
 #include "tools/run_inputs.h"
@@ -32,11 +33,7 @@ struct BenchArgs {
   std::vector<std::string> peers;
   std::string peer_model;
   int rounds = tools::BenchOptions::kDefaultRounds;
-  std::vector<std::string> inputs;
-  std::string inputs_path;
-  std::vector<std::string> shapes;
-  uint64_t seed = 0;
-  bool normal = false;
+  InputFlags input;
 };
 
 int run_bench_command(const BenchArgs& a) {
@@ -50,24 +47,13 @@ int run_bench_command(const BenchArgs& a) {
   o.target = a.session.target;
   o.precision_given = !a.session.precision.empty();
   o.cpu = cpu_options(a.session);
+  o.allow_newer_opset = a.session.allow_newer_opset;
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.rounds = a.rounds;
-  o.inputs.seed = a.seed;
-  o.inputs.dist = a.normal ? tools::RandomDist::kNormal : tools::RandomDist::kUniform;
-  o.inputs.inputs_path = a.inputs_path;
-  for (const std::string& s : a.inputs) {
-    auto parsed = tools::parse_input_arg(s);
-    if (!parsed.ok()) return report_error(parsed.status());
-    if (!o.inputs.files.emplace(parsed->first, parsed->second).second)
-      return report_error(Status::invalid("--input " + parsed->first + " is given twice"));
-  }
-  for (const std::string& s : a.shapes) {
-    auto parsed = tools::parse_shape_arg(s);
-    if (!parsed.ok()) return report_error(parsed.status());
-    if (!o.inputs.shapes.emplace(parsed->first, parsed->second).second)
-      return report_error(Status::invalid("--shape " + parsed->first + " is given twice"));
-  }
+  auto inputs = input_options(a.input);
+  if (!inputs.ok()) return report_error(inputs.status());
+  o.inputs = *inputs;
   if (a.warmup >= 0) o.warmup = tools::warmup_iterations_policy(a.warmup);
   if (a.warmup_ms >= 0) o.warmup = tools::warmup_ms_policy(a.warmup_ms);
   o.measure = tools::measure_policy(a.iterations > 0 ? std::optional<int64_t>(a.iterations) : std::nullopt,
@@ -104,24 +90,24 @@ CommandFn add_bench_command(CLI::App& app) {
                   "batch sizes to measure, each in turn (dim 0 of every input; default: the model's own, 1 when "
                   "symbolic)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one())
       ->type_name("B1,B2,...");
   // --backend, --opt-level, --threads as run and inspect have them; the peers get the same thread count.
   add_session_flags(cmd, args->session);
   auto* warm = cmd->add_option("--warmup", args->warmup,
                                "warmup iterations (default: 3 iterations and 200 ms, at most 1 s after the first)")
-                   ->check(CLI::NonNegativeNumber)
+                   ->check(non_negative())
                    ->type_name("N");
   auto* warm_ms = cmd->add_option("--warmup-ms", args->warmup_ms, "warm up for T milliseconds instead")
-                      ->check(CLI::NonNegativeNumber)
+                      ->check(non_negative())
                       ->type_name("T");
   warm->excludes(warm_ms);
   cmd->add_option("--iterations", args->iterations,
                   "measured iterations (default: 10 iterations and 3 s, at most 30 s after the first)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one())
       ->type_name("N");
   cmd->add_option("--duration", args->duration, "measure for at least S seconds (with --iterations: both)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->type_name("S");
   cmd->add_option("--json", args->json, "also write every figure as JSON (schema ferry.bench/1, docs/cli.md)")
       ->type_name("FILE");
@@ -133,20 +119,13 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--rounds", args->rounds,
                   "with --peer: split each batch's measurement into R rounds alternating ferry and the peers, "
                   "so a machine whose speed drifts affects both sides alike (default 3; 1: ferry, then each peer)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one())
       ->type_name("R");
   cmd->add_option("--peer-model", args->peer_model, "the .onnx file the peers run (needed for a .ferry MODEL)")
       ->type_name("FILE.onnx");
-  cmd->add_option("--input", args->inputs, "feed input NAME from a .npy file (repeatable)")
-      ->type_name("NAME=FILE.npy");
-  cmd->add_option("--inputs", args->inputs_path, "feed every input from DIR/<name>.npy or an .npz archive")
-      ->type_name("DIR|FILE.npz");
-  cmd->add_option("--shape", args->shapes,
+  add_input_flags(cmd, args->input,
                   "concrete shape for an input with dynamic dims other than the batch; dim 0 is replaced by "
-                  "each --batch")
-      ->type_name("NAME=DIMS");
-  cmd->add_option("--seed", args->seed, "seed for random inputs (default 0)");
-  cmd->add_flag("--normal", args->normal, "random floats from N(0,1) instead of uniform [-1,1)");
+                  "each --batch");
   return [args] { return run_bench_command(*args); };
 }
 

@@ -24,6 +24,23 @@ CommandFn add_migrate_command(CLI::App& app);
 CommandFn add_profile_command(CLI::App& app);
 CommandFn add_check_command(CLI::App& app);
 
+// Lower bounds for numeric flags, rejected as "--batch: must be 1 or more" (CLI11 prefixes the flag).
+// CLI::PositiveNumber and CLI::NonNegativeNumber instead print their range up to DBL_MAX, 300 digits.
+inline CLI::Validator number_check(double min, bool inclusive, const std::string& text) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "'" + s + "' is not a number";
+        return (inclusive ? v >= min : v > min) ? std::string() : "must be " + text + ", not " + s;
+      },
+      text);
+}
+// Counts and sizes (--batch, --threads, --runs, ...).
+inline CLI::Validator at_least_one() { return number_check(1, true, "1 or more"); }
+// Durations, tolerances.
+inline CLI::Validator positive() { return number_check(0, false, "more than 0"); }
+inline CLI::Validator non_negative() { return number_check(0, true, "0 or more"); }
+
 // Prints "error: <message>" to stderr; returns 1 (the exit code for bad input and failed work).
 int report_error(const Status& s);
 // Prints a progress line to stderr, only when stderr is a terminal: scripts and tests that read

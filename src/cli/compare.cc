@@ -105,13 +105,13 @@ CommandFn add_compare_command(CLI::App& app) {
       ->type_name("C");
   cmd->add_option("--rel-euclid", a->th.rel_euclid_max,
                   "pass threshold: relative Euclidean distance at most E (default 0.05)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->type_name("E");
   cmd->add_option("--atol", a->th.atol, "absolute tolerance of the allclose verdict (default 1e-4)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->type_name("A");
   cmd->add_option("--rtol", a->th.rtol, "relative tolerance of the allclose verdict (default 1e-3)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->type_name("R");
   cmd->add_option("--json", a->json, "write the report as JSON (schema ferry.compare/1, docs/compare.md)")
       ->type_name("FILE");

@@ -40,6 +40,7 @@ int run_compile(const CompileArgs& a) {
   req.prepare.precision_given = so.precision_given;
   req.prepare.target = so.target;
   req.cpu = so.backend_options.cpu;
+  req.allow_newer_opset = a.session.allow_newer_opset;
   for (const std::string& s : a.shapes) {
     if (runtime::is_range_shape(s)) {
       auto ranged = runtime::parse_input_range(s);

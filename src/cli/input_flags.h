@@ -21,13 +21,18 @@ struct InputFlags {
   bool normal = false;
 };
 
-inline void add_input_flags(CLI::App* cmd, InputFlags& f) {
-  cmd->add_option("--input", f.inputs, "feed input NAME from a .npy file (repeatable)")->type_name("NAME=FILE.npy");
-  cmd->add_option("--inputs", f.inputs_path,
-                  "feed every input from DIR/<name>.npy (names sanitized as for outputs) or from an .npz archive")
-      ->type_name("DIR|FILE.npz");
-  cmd->add_option("--shape", f.shapes, "concrete shape for an input with dynamic dims, e.g. x=1,3,224,224")
-      ->type_name("NAME=DIMS");
+// `shape_help`: for commands where --shape means a little more (bench replaces dim 0 by each --batch).
+inline void add_input_flags(CLI::App* cmd, InputFlags& f,
+                            const char* shape_help = "concrete shape for an input with dynamic dims, e.g. x=1,3,224,224") {
+  CLI::Option* one = cmd->add_option("--input", f.inputs, "feed input NAME from a .npy file (repeatable; not with --inputs)")
+                         ->type_name("NAME=FILE.npy");
+  CLI::Option* all = cmd->add_option("--inputs", f.inputs_path,
+                                     "feed every input from DIR/<name>.npy (names sanitized as for outputs) or from an "
+                                     ".npz archive (not with --input)")
+                         ->type_name("DIR|FILE.npz");
+  // Given both, one would silently win for the inputs they share: a usage error names the two instead.
+  one->excludes(all);
+  cmd->add_option("--shape", f.shapes, shape_help)->type_name("NAME=DIMS");
   cmd->add_option("--seed", f.seed, "seed for random inputs (default 0)");
   cmd->add_flag("--normal", f.normal, "random floats from N(0,1) instead of uniform [-1,1)");
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "cli/suggest.h"
 
 #ifndef FERRY_VERSION
 #define FERRY_VERSION "unknown"
@@ -41,6 +42,10 @@ int run_main(int argc, char** argv) {
   CommandFn migrate = add_migrate_command(app);
   CommandFn profile = add_profile_command(app);
   CommandFn check = add_check_command(app);
+  if (auto bad = unknown_command_error(app, argc, argv)) {
+    std::fprintf(stderr, "error: %s\nRun 'ferry --help' for usage.\n", bad->c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -50,7 +55,10 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\nRun 'ferry --help' (or 'ferry SUBCOMMAND --help') for usage.\n", e.what());
+    // An unknown --flag is named with its likely spelling rather than CLI11's "not expected".
+    const std::optional<std::string> bad = unknown_option_error(app, argc, argv);
+    std::fprintf(stderr, "error: %s\nRun 'ferry --help' (or 'ferry SUBCOMMAND --help') for usage.\n",
+                 bad ? bad->c_str() : e.what());
     return 2;
   }
   if (app.got_subcommand("compile")) return compile();

@@ -53,8 +53,8 @@ CommandFn add_migrate_command(CLI::App& app) {
                 "when the metrics miss, run tune-precision and recompile with the keep-fp32 list it finds");
   cmd->add_option("--metric", a->o.metric, "the accuracy goal for every output (default cosine>=0.99, msit's)")
       ->type_name("GOAL");
-  cmd->add_option("--threads", a->o.threads, "threads (default: all cores)")->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", a->o.batch, "batch size for inputs with a dynamic dim 0 (default: 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->o.threads, "threads (default: all cores)")->check(at_least_one());
+  cmd->add_option("--batch", a->o.batch, "batch size for inputs with a dynamic dim 0 (default: 1)")->check(at_least_one());
   add_input_flags(cmd, a->input);
   return [a] { return run_migrate_cmd(*a); };
 }

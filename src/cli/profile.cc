@@ -44,7 +44,9 @@ int run_profile_cmd(const ProfileArgs& a) {
   o.progress = progress;
   if (a.batch > 0) {
     // --batch N: dim 0 of every input with a dynamic batch; other dynamic dims still need --shape.
-    auto m = runtime::open_model(a.model);
+    frontend::ImportOptions import;
+    import.allow_newer_opset = o.session.allow_newer_opset;
+    auto m = runtime::open_model(a.model, import);
     if (!m.ok()) return report_error(m.status());
     for (const ir::Value* v : (*m)->graph->inputs) {
       if (v->is_constant() || !v->shape || v->shape->empty() || o.inputs.shapes.count(v->name) || o.inputs.files.count(v->name))
@@ -91,9 +93,9 @@ CommandFn add_profile_command(CLI::App& app) {
       "profile", "Per-node time (fused kernels with the ONNX nodes they cover), kernels, FLOPs and GFLOP/s, bytes, a "
                  "summary per op type, memory; optionally a Chrome trace");
   cmd->add_option("MODEL", a->model, "the .onnx model or a compiled .ferry file")->required();
-  cmd->add_option("--runs", a->runs, "measured runs (default 10, after 2 warmup runs)")->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", a->batch, "batch size for inputs with a dynamic dim 0")->check(CLI::PositiveNumber);
-  cmd->add_option("--top", a->top, "nodes listed in the text report (default 25)")->check(CLI::PositiveNumber);
+  cmd->add_option("--runs", a->runs, "measured runs (default 10, after 2 warmup runs)")->check(at_least_one());
+  cmd->add_option("--batch", a->batch, "batch size for inputs with a dynamic dim 0")->check(at_least_one());
+  cmd->add_option("--top", a->top, "nodes listed in the text report (default 25)")->check(at_least_one());
   cmd->add_option("--link-gbps", a->link_gbps,
                   "with an emulated --target: the host<->device bandwidth (GB/s) that estimates the transfer time "
                   "(default 16, PCIe 4.0 x16 effective)")

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/commands.h"
 #include "runtime/session.h"
 
 namespace ferry::cli {
@@ -21,7 +22,15 @@ struct SessionFlags {
   // The cpu backend's kernel choices (backends/backend_options.h); "auto" lets it decide.
   std::string cpu_gemm = "auto", cpu_bf16 = "auto", cpu_winograd = "auto", cpu_blocked_1x1 = "auto",
               cpu_own_depthwise = "auto";
+  bool allow_newer_opset = false;
 };
+
+// --allow-newer-opset (also used alone by `ferry compile`).
+inline void add_opset_flag(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_flag("--allow-newer-opset", f.allow_newer_opset,
+                "load a model whose ai.onnx opset is newer than ferry supports (its ops run as the newest version "
+                "ferry knows; results may be wrong)");
+}
 
 // --cpu-gemm, --cpu-bf16, ...: which kernels the cpu backend takes where it has a choice (`ferry
 // doctor` shows what `auto` picks on this machine and why).
@@ -99,6 +108,7 @@ inline void add_prepare_flags(CLI::App* cmd, SessionFlags& f) {
                   "this CPU (the device's numerics, CPU timings)")
       ->type_name("NAME|FILE");
   add_cpu_flags(cmd, f);
+  add_opset_flag(cmd, f);
 }
 
 inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
@@ -108,7 +118,7 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::IsMember({"cpu", "reference"}))
       ->type_name("NAME");
   cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one())
       ->type_name("N");
   add_prepare_flags(cmd, f);
 }
@@ -125,6 +135,7 @@ inline runtime::SessionOptions session_options(const SessionFlags& f) {
   so.precision.keep_fp32_file = f.keep_fp32_file;
   so.precision.keep_io_types = f.keep_io_types;
   so.precision.mixlist_path = f.mixlist;
+  so.allow_newer_opset = f.allow_newer_opset;
   return so;
 }
 

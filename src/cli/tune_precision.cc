@@ -82,7 +82,7 @@ CommandFn add_tune_precision_command(CLI::App& app) {
       ->type_name("keep.txt");
   cmd->add_option("--json", a->json, "also write the search as JSON (schema ferry.tune-precision/1)")->type_name("FILE");
   cmd->add_option("--max-evaluations", a->max_evaluations, "stop after this many model runs (default 64)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one());
   add_input_flags(cmd, a->input);
   add_session_flags(cmd, a->session);
   cmd->callback([a, cmd] {

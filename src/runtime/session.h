@@ -24,7 +24,7 @@ struct SessionOptions : PrepareOptions {
   // Place static intermediates in one planned arena (executor.h). Off: every tensor is allocated as it
   // is produced (for debugging memory issues and measuring what the arena saves).
   bool memory_arena = true;
-  // Reject a model whose default-domain opset is newer than ferry knows (frontend ImportOptions).
+  // Load a model whose default-domain opset is newer than ferry knows (frontend::ImportOptions).
   bool allow_newer_opset = false;
 };
 

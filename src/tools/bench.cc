@@ -378,7 +378,9 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     // A .ferry file opens through the model loader (its graph is already optimized; a geared file runs the
     // gear that fits the batch); an .onnx file is imported and optimized for this batch's shapes.
     const bool ferry_file = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kFerry;
-    auto model = ferry_file ? runtime::open_model(o.model) : frontend::load_onnx(o.model);
+    frontend::ImportOptions import;
+    import.allow_newer_opset = o.allow_newer_opset;
+    auto model = runtime::open_model(o.model, import);
     if (!model.ok()) return model.status();
     auto shapes = resolve_batch_shapes(*(*model)->graph, o.inputs.shapes, want);
     if (!shapes.ok()) return shapes.status();
@@ -390,6 +392,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     so.precision = o.precision;
     so.target = o.target;
     so.precision_given = o.precision_given;
+    so.allow_newer_opset = o.allow_newer_opset;
     so.backend_options.threads = r.threads;
     so.backend_options.cpu = o.cpu;
     std::unique_ptr<runtime::ModelSession> runner;

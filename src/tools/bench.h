@@ -115,6 +115,7 @@ struct BenchOptions {
   std::string target;                  // runtime::SessionOptions::target
   bool precision_given = true;
   backends::CpuOptions cpu;            // the cpu backend's kernel choices
+  bool allow_newer_opset = false;      // runtime::SessionOptions::allow_newer_opset
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();

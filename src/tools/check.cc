@@ -53,6 +53,7 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   FERRY_ASSIGN_OR_RETURN(std::optional<targets::Target> host, targets::load_host_target(target));
   frontend::ImportOptions imp;
   imp.check_ops = false;  // checking a model ferry cannot run is part of the point
+  imp.allow_newer_opset = true;  // a finding below, not a refusal
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(path, imp));
   std::unique_ptr<ir::Model> model = original->clone();
 
@@ -62,6 +63,8 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   rep.target_source = target.source;
   rep.emulated = target.emulated;
   rep.default_precision = target.default_precision;
+  if (std::string newer = frontend::newer_opset_note(*original); !newer.empty())
+    rep.findings.push_back(newer + "; results may be wrong");
 
   // Shapes: the ones given, then dynamic dims as 1 (said in the findings).
   std::map<std::string, std::vector<int64_t>> shapes = opts.input_shapes;

@@ -156,7 +156,9 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   CompileReport r;
   r.output_path = req.output_path;
   r.gears = req.dynamic_batch;
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(req.model_path));
+  frontend::ImportOptions import;
+  import.allow_newer_opset = req.allow_newer_opset;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(req.model_path, import));
   r.import_s = since(t0);
   r.nodes_before = count_nodes(*model->graph);
 

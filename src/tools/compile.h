@@ -29,6 +29,7 @@ struct CompileRequest {
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_ranges;
   // --dynamic-dims "1,224,224;1,320,320": values for every dynamic input dim, in input order.
   std::vector<std::vector<int64_t>> dynamic_dims;
+  bool allow_newer_opset = false;  // --allow-newer-opset (frontend::ImportOptions)
 };
 
 struct CompileReport {

@@ -53,6 +53,15 @@ void walk(const ir::Graph& g, int depth, ModelSummary& s, const ops::OpRegistry&
     s.parameter_bytes += static_cast<int64_t>(v->initializer.nbytes());
   }
   for (const auto& n : g.nodes) {
+    // Weights stored as Constant nodes (Paddle's exporter) are parameters too; integer constants are
+    // shapes and indices, not weights.
+    if (n->op_type == "Constant" && n->domain.empty())
+      if (const Tensor* t = n->attr_tensor("value"); t && is_floating(t->dtype())) {
+        s.constant_nodes++;
+        s.constant_parameters += t->numel();
+        s.parameters += t->numel();
+        s.parameter_bytes += static_cast<int64_t>(t->nbytes());
+      }
     std::string op = n->domain.empty() ? n->op_type : n->domain + "." + n->op_type;
     s.nodes++;
     if (depth > 0) s.subgraph_nodes++;
@@ -61,7 +70,7 @@ void walk(const ir::Graph& g, int depth, ModelSummary& s, const ops::OpRegistry&
     if (depth == 0 && n->domain.empty()) {
       auto f = estimate_node_flops(*n);
       if (!f) {
-        s.flops_unknown_nodes++;
+        if (!s.flops_unknown_nodes++) s.first_unknown_flops_node = n->label();
       } else if (*f > 0) {
         s.flops += *f;
         s.flops_by_op[op] += *f;
@@ -179,8 +188,21 @@ ModelSummary summarize_model(const ir::Model& model) {
   s.producer = model.producer_name + (model.producer_version.empty() ? "" : " " + model.producer_version);
   s.opsets = model.opsets;
   const ir::Graph& g = *model.graph;
-  for (const ir::Value* v : g.inputs)
-    if (!v->is_constant()) s.inputs.push_back(decl_of(*v));
+  for (const ir::Value* v : g.inputs) {
+    if (v->is_constant()) continue;
+    s.inputs.push_back(decl_of(*v));
+    if (v->shape && !is_static(*v->shape)) {
+      // The --shape argument to give, dynamic dims as <symbol> (or <dN> when unnamed) for the user to fill in.
+      std::string dims;
+      for (size_t i = 0; i < v->shape->size(); ++i) {
+        const Dim& d = (*v->shape)[i];
+        dims += (i ? "," : "") + (d.is_static() ? std::to_string(d.value)
+                                                : "<" + (d.symbol.empty() ? "d" + std::to_string(i) : d.symbol) + ">");
+      }
+      s.dynamic_inputs.emplace_back(v->name, v->name + "=" + dims);
+    }
+  }
+  s.opset_warning = frontend::newer_opset_note(model);
   for (const ir::Value* v : g.outputs) s.outputs.push_back(decl_of(*v));
   walk(g, 0, s, ops::OpRegistry::global());
   return s;
@@ -189,6 +211,7 @@ ModelSummary summarize_model(const ir::Model& model) {
 Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions& opts) {
   frontend::ImportOptions io;
   io.check_ops = false;
+  io.allow_newer_opset = true;  // inspect says so (opset_warning) rather than refusing
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, runtime::open_model(path, io));
   if (!opts.shapes.empty()) {
     for (const auto& [name, dims] : opts.shapes) {
@@ -206,8 +229,34 @@ Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions
   return summarize_model(*model);
 }
 
+namespace {
+
+std::string format_flops(const ModelSummary& s) {
+  // A partial sum would read as the model's cost: with any node uncounted, say what is needed instead.
+  if (s.flops_unknown_nodes && !s.dynamic_inputs.empty()) {
+    std::string names, args;
+    for (const auto& [name, arg] : s.dynamic_inputs) {
+      names += (names.empty() ? "'" : ", '") + name + "'";
+      args += (args.empty() ? "--shape " : " --shape ") + arg;
+    }
+    return "FLOPs: unknown: input" + std::string(s.dynamic_inputs.size() == 1 ? " " : "s ") + names +
+           (s.dynamic_inputs.size() == 1 ? " has" : " have") + " dynamic dims; pass " + args;
+  }
+  if (s.flops_unknown_nodes)
+    return "FLOPs: unknown: the shapes of " + std::to_string(s.flops_unknown_nodes) + " node" +
+           (s.flops_unknown_nodes == 1 ? "" : "s") + " (first " + s.first_unknown_flops_node +
+           ") are unknown until the model runs";
+  std::string o = "FLOPs: " + human(s.flops, "FLOPs") + " (estimate, 2 per multiply-add, " +
+                  std::to_string(s.flops_counted_nodes) + " node" + (s.flops_counted_nodes == 1 ? "" : "s") + " counted";
+  if (s.subgraph_nodes) o += "; nodes inside subgraphs not counted";
+  return o + ")";
+}
+
+}  // namespace
+
 std::string format_summary(const ModelSummary& s) {
   std::string o = "model: " + s.path + "\n";
+  if (!s.opset_warning.empty()) o += "warning: " + s.opset_warning + "; results may be wrong\n";
   o += "  ir_version " + std::to_string(s.ir_version);
   if (!s.producer.empty()) o += ", producer " + s.producer;
   o += "\n  opsets:";
@@ -234,14 +283,12 @@ std::string format_summary(const ModelSummary& s) {
   for (const auto& [op, c] : hist) ow = std::max(ow, op.size());
   for (const auto& [op, c] : hist) o += fmt::format("\n  {:<{}}  {:>6}", op, ow, c);
   o += "\nparameters: " + grouped(s.parameters) + " (" + human(static_cast<double>(s.parameter_bytes), "B") + " in " +
-       std::to_string(s.initializers) + " initializer" + (s.initializers == 1 ? "" : "s") + ")";
-  o += "\nFLOPs: " + human(s.flops, "FLOPs") + " (estimate, 2 per multiply-add, " + std::to_string(s.flops_counted_nodes) +
-       " node" + (s.flops_counted_nodes == 1 ? "" : "s") + " counted";
-  if (s.subgraph_nodes) o += "; nodes inside subgraphs not counted";
+       std::to_string(s.initializers) + " initializer" + (s.initializers == 1 ? "" : "s");
+  if (s.constant_nodes)
+    o += " and " + std::to_string(s.constant_nodes) + " Constant node" + (s.constant_nodes == 1 ? "" : "s") + "; " +
+         grouped(s.constant_parameters) + " in Constant nodes";
   o += ")";
-  if (s.flops_unknown_nodes)
-    o += "\nFLOPs: unknown for " + std::to_string(s.flops_unknown_nodes) + " node" +
-         (s.flops_unknown_nodes == 1 ? "" : "s") + " with dynamic shapes (pass --shape NAME=DIMS to count them)";
+  o += "\n" + format_flops(s);
   std::string unmodelled;
   for (const auto& [op, c] : s.op_histogram)
     if (unmodelled_ops().count(op)) unmodelled += (unmodelled.empty() ? "" : ", ") + op + " x" + std::to_string(c);
@@ -276,6 +323,9 @@ nlohmann::json summary_to_json(const ModelSummary& s) {
           {"parameters", s.parameters},
           {"parameter_bytes", s.parameter_bytes},
           {"initializers", s.initializers},
+          {"constant_parameters", s.constant_parameters},
+          {"constant_nodes", s.constant_nodes},
+          {"warnings", s.opset_warning.empty() ? json::array() : json::array({s.opset_warning + "; results may be wrong"})},
           {"flops", {{"estimate", s.flops},
                      {"counted_nodes", s.flops_counted_nodes},
                      {"unknown_dynamic_nodes", s.flops_unknown_nodes},

@@ -1,6 +1,7 @@
 // `ferry inspect`: what a model is, without running it. Inputs/outputs, opsets, an op histogram
-// (subgraph nodes included), parameters from initializers, which ops ferry cannot run yet, and an
-// estimate of the FLOPs from the inferred shapes that says how many nodes it could not count.
+// (subgraph nodes included), parameters from initializers and from the float tensors of Constant nodes
+// (exporters such as Paddle's store weights that way), which ops ferry cannot run yet, and an estimate
+// of the FLOPs from the inferred shapes, or, when a node's shapes are unknown, what --shape it needs.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -32,9 +33,15 @@ struct ModelSummary {
   int64_t subgraphs = 0;
   std::map<std::string, int64_t> op_histogram;  // "Conv", "com.microsoft.FusedMatMul"
   std::map<std::string, int64_t> unsupported;   // op types ferry has no kernel for, with counts
-  int64_t parameters = 0;       // elements of all initializers (subgraphs included)
+  int64_t parameters = 0;       // elements of all initializers and float Constant tensors (subgraphs included)
   int64_t parameter_bytes = 0;
   int64_t initializers = 0;
+  int64_t constant_parameters = 0;  // of `parameters`: in Constant nodes (attribute `value`)
+  int64_t constant_nodes = 0;       // Constant nodes holding a float tensor
+  // Graph inputs with dynamic dims, as the --shape argument that fixes them ("x=1,3,<height>,<width>").
+  std::vector<std::pair<std::string, std::string>> dynamic_inputs;
+  std::string first_unknown_flops_node;  // label of the first node whose FLOPs need shapes
+  std::string opset_warning;             // frontend::newer_opset_note; "" when ferry knows the opset
   // FLOP estimate over the main graph's nodes (2 per multiply-add).
   double flops = 0;
   int64_t flops_counted_nodes = 0;   // nodes that contributed

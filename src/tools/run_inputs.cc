@@ -200,8 +200,7 @@ Result<std::vector<PreparedInput>> prepare_inputs(const ir::Graph& graph, const 
         given[v->name] = {std::move(t).value(), file};
       }
       if (!missing.empty())
-        return Status::invalid("missing input(s) in --inputs " + p + ": expected " + missing +
-                               " (or pass --input NAME=FILE.npy)");
+        return Status::invalid("missing input(s) in --inputs " + p + ": expected " + missing);
     } else if (is_regular_file(p)) {
       FERRY_ASSIGN_OR_RETURN(auto arrays, read_npz(p));
       // Keys may be the exact input names or their sanitized forms (what ferry writes).

@@ -134,15 +134,19 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
   rep.model = o.model;
   rep.precision = runtime::describe_precision(mode, o.session.backend, o.session.backend_options);
   rep.goal = o.goal.text();
+  rep.max_evaluations = o.max_evaluations;
 
   // Inputs and the golden (reference backend, fp32, every ONNX-named intermediate).
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, runtime::open_model(o.model));
+  frontend::ImportOptions import;
+  import.allow_newer_opset = o.session.allow_newer_opset;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> stored, runtime::open_model(o.model, import));
   FERRY_ASSIGN_OR_RETURN(std::vector<PreparedInput> prepared, prepare_inputs(*stored->graph, o.inputs));
   std::map<std::string, RtValue> feeds;
   for (const PreparedInput& in : prepared) feeds.emplace(in.name, RtValue(in.tensor));
   say("running the golden (reference backend, fp32) ...");
   FERRY_ASSIGN_OR_RETURN(compare::TensorMap golden,
-                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.backend_options.threads));
+                         compare::run_reference_golden(o.model, feeds, o.session.input_shapes, true, o.session.backend_options.threads,
+                                                       o.session.allow_newer_opset));
 
   auto judge = [&](const std::vector<std::pair<std::string, RtValue>>& outs, TuneEvaluation& e) {
     e.pass = true;
@@ -271,7 +275,10 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
       // Pruning: drop each chosen node (latest first) the goal does not need.
       std::vector<std::string> keep = prefix(best);
       for (size_t i = keep.size(); i-- > 0 && keep.size() > 1;) {
-        if (static_cast<int>(rep.evaluations.size()) >= o.max_evaluations) break;
+        if (static_cast<int>(rep.evaluations.size()) >= o.max_evaluations) {
+          rep.untried = static_cast<int>(i) + 1;  // nodes 0..i were not tried
+          break;
+        }
         std::vector<std::string> trial = keep;
         trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(i));
         FERRY_ASSIGN_OR_RETURN(TuneEvaluation e, evaluate(trial));
@@ -295,10 +302,23 @@ Result<TuneReport> tune_precision(const TuneOptions& options) {
   return rep;
 }
 
+namespace {
+
+// Said wherever the keep list is shown when the evaluation budget, not the search, ended it.
+std::string budget_note(const TuneReport& r) {
+  if (r.untried <= 0) return "";
+  return fmt::format("not minimal: the --max-evaluations budget ({}) ran out with {} kept node(s) not yet tried "
+                     "for removal; --max-evaluations {} lets the search go further",
+                     r.max_evaluations, r.untried, r.evaluations.size() + static_cast<size_t>(r.untried));
+}
+
+}  // namespace
+
 std::string keep_list_text(const TuneReport& r) {
   std::string s = fmt::format("# ferry tune-precision {} ({}), goal {}\n", r.model, r.precision, r.goal);
   s += fmt::format("# {} node(s) kept in fp32 of {}, found in {} evaluation(s); {}\n", r.keep.size(), r.candidates,
                    r.evaluations.size(), r.pass ? "every output meets the goal" : "THE GOAL IS NOT MET");
+  if (!budget_note(r).empty()) s += "# " + budget_note(r) + "\n";
   for (const std::string& k : r.keep) s += k + "\n";
   return s;
 }
@@ -312,15 +332,17 @@ std::string format_tune_report(const TuneReport& r) {
     for (const std::string& n : r.seeds) s += " " + n;
     s += "\n";
   }
-  s += fmt::format("  kept in fp32 ({}):", r.keep.size());
-  for (const std::string& n : r.keep) s += " " + n;
-  s += r.keep.empty() ? " (none)\n" : "\n";
+  // One name a line: a few hundred of them on one line cannot be read or copied.
+  s += fmt::format("  kept in fp32 ({}):{}\n", r.keep.size(), r.keep.empty() ? " (none)" : "");
+  for (const std::string& n : r.keep) s += "    " + n + "\n";
   s += fmt::format("  evaluations: {}\n", r.evaluations.size());
+  if (!budget_note(r).empty()) s += "  " + budget_note(r) + "\n";
   for (const auto& [name, m] : r.final_metrics)
     s += fmt::format("  output {}: {}\n", name, compare::metrics_summary(m));
   s += fmt::format("  median latency: fp32 {:.3f} ms, all low {:.3f} ms, tuned {:.3f} ms ({:.2f}x fp32)\n", r.fp32_ms,
                    r.all_low_ms, r.tuned_ms, r.fp32_ms > 0 ? r.tuned_ms / r.fp32_ms : 0.0);
-  s += r.pass ? "result: PASS\n" : "result: FAIL (even with every node in fp32 the goal is missed)\n";
+  if (!r.pass) s += "result: FAIL (even with every node in fp32 the goal is missed)\n";
+  else s += r.untried > 0 ? "result: PASS (the keep list is not minimal)\n" : "result: PASS\n";
   return s;
 }
 
@@ -335,6 +357,8 @@ nlohmann::json tune_report_to_json(const TuneReport& r) {
   j["seeds"] = r.seeds;
   j["ranked"] = r.ranked;
   j["keep"] = r.keep;
+  j["minimal"] = r.pass && r.untried == 0;
+  j["untried"] = r.untried;
   j["all_low"] = {{"worst", r.all_low.worst}, {"pass", r.all_low.pass}};
   nlohmann::json ev = nlohmann::json::array();
   for (const TuneEvaluation& e : r.evaluations) ev.push_back({{"keep", e.keep}, {"worst", e.worst}, {"pass", e.pass}});

@@ -57,6 +57,10 @@ struct TuneReport {
   std::vector<std::string> ranked;     // the rest, by own error (first 20)
   std::vector<std::string> keep;       // the answer (optimized-graph node names; keep lists match them)
   bool pass = false;                   // whether `keep` meets the goal
+  int max_evaluations = 0;             // the budget searched with
+  // Kept nodes the pruning sweep had not yet tried to drop when --max-evaluations ran out: while it is
+  // above 0, `keep` passes but is not minimal.
+  int untried = 0;
   int candidates = 0;                  // low-precision nodes searched over
   std::vector<TuneEvaluation> evaluations;
   TuneEvaluation all_low;              // nothing kept

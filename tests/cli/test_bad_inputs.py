@@ -95,6 +95,18 @@ expect_error("--inputs path that does not exist", ["run", good, "--inputs", path
 expect_error("bad --shape syntax", ["run", good, "--shape", "a=2,x"], "'x'")
 expect_error("bad --input syntax", ["run", good, "--input", "a"], "NAME=FILE")
 
+# --input and --inputs together: one would silently win for the inputs both give, so it is a usage error
+# on every command that takes the input flags.
+for cmd in (["run"], ["bench"], ["compare"], ["profile"], ["tune-precision", "--precision", "fp16"], ["migrate"]):
+    rc, out, err = u.ferry(*cmd, good, "--input", "a=" + path("in", "a_ok.npy"), "--inputs", path("in", "extra.npz"))
+    u.check("%s --input with --inputs: exit 2 naming both" % cmd[0],
+            rc == 2 and "--input" in err and "--inputs" in err and "excludes" in err, (rc, err[:500]))
+# --batch 0: a plain bound, not CLI11's range up to DBL_MAX (300 digits).
+for cmd in ("bench", "profile", "migrate"):
+    rc, out, err = u.ferry(cmd, good, "--batch", "0")
+    u.check("%s --batch 0: exit 2, '--batch: must be 1 or more'" % cmd,
+            rc == 2 and "--batch: must be 1 or more" in err and len(err) < 300, (rc, err[:500]))
+
 # Corrupt .npy inputs.
 open(path("in", "garbage.npy"), "wb").write(b"this is not numpy")
 expect_error("corrupt .npy (garbage)", ["run", good, "--input", "a=" + path("in", "garbage.npy")], "garbage.npy",

@@ -140,6 +140,13 @@ json.dump({"name": "no_relu", "base": "ascend310p", "remove_ops": ["Relu"]}, ope
 rc, out, err, rep = check_json(mixed, prof)
 check("user profile: Relu falls back to the host", rep is not None and rows(rep)["relu"]["placement"] == "host fallback",
       err + out[-400:])
+# --- a default-domain opset newer than ferry knows: a finding, not a refusal ---
+newer = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                   opset=99), os.path.join(tmp, "opset99.onnx"))
+rc, out, err, rep = check_json(newer, "cpu")
+check("opset 99: checked, with a finding that results may be wrong",
+      rep is not None and any("opset 99 is newer than the newest ferry supports" in f and "results may be wrong" in f
+                              for f in rep["findings"]), (rc, err, rep and rep["findings"]))
 rc, out, err = u.ferry("check", "--help")
 check("check --help mentions emulated targets and exit 3", rc == 0 and "emulated" in out and "3" in out, out)
 u.finish()

@@ -128,4 +128,11 @@ with open(badp, "wb") as f:
 u.expect_error("run: corrupted .ferry", ["run", badp, "--shape", "x=2,3"], badp)
 u.expect_error("inspect: corrupted .ferry", ["inspect", badp], badp)
 
+# A default-domain opset newer than ferry knows: refused unless --allow-newer-opset.
+newer = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                   opset=99), os.path.join(tmp, "opset99.onnx"))
+u.expect_error("compile refuses opset 99", ["compile", newer, "-o", os.path.join(tmp, "o99.ferry")], "opset99.onnx",
+               "opset 99", "--allow-newer-opset")
+rc, out, err = u.ferry("compile", newer, "-o", os.path.join(tmp, "o99.ferry"), "--allow-newer-opset")
+check("compile --allow-newer-opset: exit 0", rc == 0, err)
 u.finish()

@@ -141,8 +141,9 @@ dyn_mm = save(model([helper.make_node("MatMul", ["x", "W3"], ["y"], name="mm"),
                      helper.make_node("Relu", ["y"], ["z"], name="relu")],
                     [vi("x", F, ["N", 10])], [vi("z", F, ["N", 5])], [inits[4]]), os.path.join(tmp, "dyn_mm.onnx"))
 rc, out, err = u.ferry("inspect", dyn_mm)
-check("inspect: dynamic model says FLOPs unknown",
-      rc == 0 and re.search(r"FLOPs: unknown for 2 nodes with dynamic shapes", out) is not None, err + out)
+check("inspect: dynamic model says FLOPs need shapes, naming the input and the --shape to pass",
+      rc == 0 and "FLOPs: unknown: input 'x' has dynamic dims; pass --shape x=<N>,10" in out, err + out)
+check("inspect: dynamic model prints no partial FLOP count", re.search(r"FLOPs: [\d.]+ ", out) is None, out)
 check("inspect: symbolic dims printed", "x     float32[N,10]" in out or "float32[N,10]" in out, out)
 # --shape makes the dynamic dims concrete and re-infers shapes (elementwise ops: 10 + 10 FLOPs).
 dyn_ew = save(model([helper.make_node("Add", ["x", "x"], ["y"], name="add"),
@@ -155,6 +156,35 @@ except Exception:  # noqa: BLE001
     fl = {}
 check("inspect --shape: dynamic FLOPs counted", rc == 0 and fl.get("estimate") == 20 and
       fl.get("unknown_dynamic_nodes") == 0, err + out)
+# A dynamic H/W image input: the partial count (only the shape-free nodes) used to read "0 FLOPs".
+dyn_hw = save(model([helper.make_node("Conv", ["img", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                     helper.make_node("Relu", ["c"], ["r"], name="relu")],
+                    [vi("img", F, [1, 3, "height", "width"])], [vi("r", F, [1, 4, "height", "width"])], inits[:2]),
+              os.path.join(tmp, "dyn_hw.onnx"))
+rc, out, err = u.ferry("inspect", dyn_hw)
+check("inspect: dynamic H/W says FLOPs need --shape img=1,3,<height>,<width>",
+      rc == 0 and "FLOPs: unknown: input 'img' has dynamic dims; pass --shape img=1,3,<height>,<width>" in out and
+      re.search(r"FLOPs: [\d.]+ ", out) is None, err + out)
+rc, out, err = u.ferry("inspect", dyn_hw, "--shape", "img=1,3,8,8")
+check("inspect: dynamic H/W with --shape counts", rc == 0 and "FLOPs: 14.34 KFLOPs" in out, err + out)
+# Weights in Constant nodes (Paddle's exporter) count as parameters; an int64 shape Constant does not.
+wc = rng.standard_normal((3, 4)).astype(np.float32)
+bc = rng.standard_normal((4,)).astype(np.float32)
+paddle = save(model([helper.make_node("Constant", [], ["Wc"], name="w_const", value=numpy_helper.from_array(wc)),
+                     helper.make_node("Constant", [], ["Bc"], name="b_const", value=numpy_helper.from_array(bc)),
+                     helper.make_node("Constant", [], ["shp"], name="shape_const",
+                                      value=numpy_helper.from_array(np.array([2, 2], np.int64))),
+                     helper.make_node("MatMul", ["x", "Wc"], ["mm"], name="mm"),
+                     helper.make_node("Add", ["mm", "Bc"], ["a"], name="add"),
+                     helper.make_node("Reshape", ["a", "shp"], ["y"], name="reshape")],
+                    [vi("x", F, [1, 3])], [vi("y", F, [2, 2])]), os.path.join(tmp, "paddle.onnx"))
+rc, out, err = u.ferry("inspect", paddle)
+check("inspect: Constant-node weights counted as parameters",
+      rc == 0 and "parameters: 16 (64 B in 0 initializers and 2 Constant nodes; 16 in Constant nodes)" in out, err + out)
+rc, out, err = u.ferry("inspect", paddle, "--json", "-")
+j = json.loads(out) if rc == 0 else {}
+check("inspect: JSON Constant-node parameters", j.get("parameters") == 16 and j.get("constant_parameters") == 16 and
+      j.get("constant_nodes") == 2 and j.get("parameter_bytes") == 64, j)
 expect = u.expect_error("inspect --shape with a wrong rank", ["inspect", dyn_ew, "--shape", "x=2"], "rank")
 # Ops ferry cannot run are reported, not fatal, for inspect.
 unk = save(model([helper.make_node("FooBar", ["x"], ["y"], name="foo")], [vi("x", F, [2])], [vi("y", F, [2])]),
@@ -169,4 +199,34 @@ check("--help lists the subcommands", rc == 0 and "inspect" in out and "run" in 
 rc, out, err = u.ferry("run", "--help")
 check("run --help lists the flags", rc == 0 and all(f in out for f in ("--input", "--inputs", "--shape", "--seed",
                                                                         "--output-dir")), out)
+# A default-domain opset newer than ferry knows: run refuses it (naming the file, the opset and the newest
+# ferry supports) unless --allow-newer-opset; inspect loads it and warns.
+newer = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                   opset=99), os.path.join(tmp, "opset99.onnx"))
+u.expect_error("run refuses opset 99", ["run", newer], "opset99.onnx", "opset 99 is newer than the newest ferry supports",
+               "--allow-newer-opset")
+rc, out, err = u.ferry("run", newer, "--allow-newer-opset")
+check("run --allow-newer-opset runs opset 99", rc == 0 and "y: float32[2,3]" in out, (rc, err))
+rc, out, err = u.ferry("inspect", newer)
+check("inspect warns about opset 99 and still summarises",
+      rc == 0 and "warning: opset 99 is newer than the newest ferry supports" in out and "results may be wrong" in out
+      and "Relu" in out, (rc, err, out))
+rc, out, err = u.ferry("inspect", tiny)
+check("inspect: no opset warning for opset 17", rc == 0 and "warning:" not in out, out)
+
+# An unknown subcommand is a usage error whatever follows it (CLI11 alone printed the main help, exit 0).
+for args, needle in ((["evaluat", "--help"], "the commands are: compile inspect run"), (["evaluat"], "the commands are:"),
+                     (["inspcet", tiny], "did you mean 'inspect'?"), (["tune-precison", "--help"], "did you mean 'tune-precision'?")):
+    rc, out, err = u.ferry(*args)
+    check("unknown command %s: exit 2, named, %r" % (args[0], needle),
+          rc == 2 and "unknown command '%s'" % args[0] in err and needle in err and not out, (rc, err, out[:200]))
+# A flag typo names the closest flag of that subcommand.
+rc, out, err = u.ferry("run", tiny, "--seeed", "3")
+check("run --seeed: exit 2, did you mean '--seed'", rc == 2 and "unknown option '--seeed'" in err and
+      "did you mean '--seed'?" in err, (rc, err))
+rc, out, err = u.ferry("inspect", tiny, "--jsn=x.json")
+check("inspect --jsn=FILE: did you mean '--json'", rc == 2 and "did you mean '--json'?" in err, (rc, err))
+rc, out, err = u.ferry("run", tiny, "--zzzzzz")
+check("run --zzzzzz: unknown option, no suggestion", rc == 2 and "unknown option '--zzzzzz'" in err and
+      "did you mean" not in err, (rc, err))
 u.finish()

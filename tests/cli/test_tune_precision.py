@@ -60,6 +60,27 @@ for needle in ("kept in fp32", "MatMul_big", "evaluations:", "median latency", "
 lines = [l.strip() for l in open(keep)] if os.path.exists(keep) else []
 check("keep file: '#' header, one node per line", lines and lines[0].startswith("#") and "MatMul_big" in lines, lines)
 
+check("tune-precision text: kept names one per line", rep and all(n in [l.strip() for l in out.splitlines()]
+                                                                  for n in rep["keep"]), out)
+check("tune-precision: a finished search does not say 'not minimal'", "not minimal" not in out and
+      rep and rep.get("minimal") is True, out)
+
+# A budget that runs out while the pruning sweep still removes nodes: the list passes but is not minimal,
+# and the report, the keep file and the JSON say so and name the flag that lets it go further.
+keep2, js2 = os.path.join(tmp, "keep2.txt"), os.path.join(tmp, "tune2.json")
+rc, out, err = u.ferry("tune-precision", src, "--input", "x=" + x, "--precision", "fp16", "--max-evaluations", "2",
+                       "-o", keep2, "--json", js2)
+rep2 = json.load(open(js2)) if rc == 0 and os.path.exists(js2) else {}
+check("budget: exit 0, 2 evaluations", rc == 0 and len(rep2.get("evaluations", [])) == 2, (rc, err, out))
+check("budget: report says not minimal and how to go further",
+      "not minimal" in out and "--max-evaluations budget (2) ran out" in out and "--max-evaluations 4 lets" in out and
+      "result: PASS (the keep list is not minimal)" in out, out)
+check("budget: JSON minimal false", rep2.get("minimal") is False and rep2.get("untried", 0) > 0, rep2)
+lines2 = [l.strip() for l in open(keep2)] if os.path.exists(keep2) else []
+check("budget: keep file says not minimal in a comment, names one per line",
+      any(l.startswith("#") and "not minimal" in l for l in lines2) and
+      rep2 and all(n in lines2 for n in rep2["keep"]), lines2)
+
 # The keep list is what compile --keep-fp32 takes; the compiled model meets the goal.
 fer = os.path.join(tmp, "tuned.ferry")
 rc, out, err = u.ferry("compile", src, "-o", fer, "--precision", "fp16", "--keep-fp32", keep)

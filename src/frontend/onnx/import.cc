@@ -14,6 +14,7 @@
 #include "core/onnx_dtype.h"
 #include "onnx/onnx_pb.h"
 #include "ops/op.h"
+#include "ops/opset.h"
 
 namespace ferry::frontend {
 
@@ -308,6 +309,9 @@ Result<std::unique_ptr<ir::Model>> import_model(onnx::ModelProto& mp, const std:
     return Status::unsupported(label + ": default-domain opset " + std::to_string(default_opset) +
                                " is older than " + std::to_string(opts.min_opset) +
                                ", the oldest ferry supports (convert it with onnx.version_converter)");
+  } else if (std::string newer = newer_opset_note(*model); !newer.empty() && !opts.allow_newer_opset) {
+    return Status::unsupported(label + ": default-domain " + newer +
+                               "; ops may mean something else there (pass --allow-newer-opset to load it anyway)");
   }
   ImportState st;
   st.functions = make_function_table(mp);
@@ -336,6 +340,13 @@ Result<std::unique_ptr<ir::Model>> import_model(onnx::ModelProto& mp, const std:
   return model;
 }
 }  // namespace
+
+std::string newer_opset_note(const ir::Model& model) {
+  const int64_t opset = model.opset_for("");
+  if (opset <= ops::kNewestOnnxOpset) return "";
+  return "opset " + std::to_string(opset) + " is newer than the newest ferry supports (" +
+         std::to_string(ops::kNewestOnnxOpset) + ")";
+}
 
 Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const ImportOptions& opts) {
   struct stat stt;

@@ -19,9 +19,13 @@ struct ImportOptions {
   int min_opset = 7;
   // Check every node against the op registry and fail with one error listing all unsupported ops.
   bool check_ops = true;
-  // Accept a default-domain opset newer than ferry knows.
+  // Accept a default-domain opset newer than ops::kNewestOnnxOpset (--allow-newer-opset); refused otherwise.
   bool allow_newer_opset = false;
 };
+
+// "opset 99 is newer than the newest ferry supports (28)" when the model's default-domain opset is newer
+// than ops::kNewestOnnxOpset; "" otherwise. For the refusal at import and the warnings of inspect and check.
+std::string newer_opset_note(const ir::Model& model);
 
 // Loads MODEL.onnx (external data resolved only inside the model's folder) into IR, runs inference.
 Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const ImportOptions& opts = {});

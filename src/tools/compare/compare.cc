@@ -86,8 +86,9 @@ std::string describe_candidate(const runtime::ModelSession& runner, const runtim
 
 Result<TensorMap> run_reference_golden(const std::string& model, const std::map<std::string, RtValue>& feeds,
                                        const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                                       bool keep_intermediates, int threads) {
+                                       bool keep_intermediates, int threads, bool allow_newer_opset) {
   runtime::SessionOptions so;
+  so.allow_newer_opset = allow_newer_opset;
   so.backend = "reference";
   so.opt_level = 0;
   so.backend_options.threads = threads;
@@ -133,6 +134,7 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
     rep.notes.push_back("a .ferry file holds the compiled (already optimized) graph, so the reference golden runs that "
                         "graph; pass --golden MODEL.onnx to compare against the model as imported");
   frontend::ImportOptions import;
+  import.allow_newer_opset = o.candidate.allow_newer_opset;
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(o.model, import));
   const std::map<std::string, Origin> origin = origins_of(*original->graph);
 
@@ -199,7 +201,7 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
       bool any_nonfinite = false;
       for (const auto& [n, c] : cand.nonfinite) any_nonfinite |= c.first + c.second > 0;
       FERRY_ASSIGN_OR_RETURN(golden, run_reference_golden(path, feeds, o.inputs.shapes, keep || any_nonfinite,
-                                                          o.candidate.backend_options.threads));
+                                                          o.candidate.backend_options.threads, o.candidate.allow_newer_opset));
       break;
     }
     case GoldenSpec::Kind::kOnnxRuntime: {

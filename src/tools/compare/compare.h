@@ -112,10 +112,10 @@ Result<CompareReport> run_compare(const CompareOptions& opts);
 
 // Building blocks for tools that judge many candidates against one golden (tune-precision):
 // The reference golden of `model` (reference backend, opt level 0) on `feeds`: its outputs, and every
-// intermediate by ONNX name when keep_intermediates.
+// intermediate by ONNX name when keep_intermediates. `allow_newer_opset` as in SessionOptions.
 Result<TensorMap> run_reference_golden(const std::string& model, const std::map<std::string, RtValue>& feeds,
                                        const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                                       bool keep_intermediates, int threads = 0);
+                                       bool keep_intermediates, int threads = 0, bool allow_newer_opset = false);
 // One row per tensor output (non-tensor outputs are skipped; an output the golden lacks gets a row
 // without metrics, which does not pass). Classifier outputs get top-1/top-5.
 std::vector<Row> compare_outputs(const std::vector<std::pair<std::string, RtValue>>& outputs, const TensorMap& golden,
