@@ -174,8 +174,8 @@ std::string format_report(const CompareReport& r) {
   o << "outputs:\n";
   for (const Row& x : r.outputs) {
     o << fmt::format("  {} {}{}: ", x.tensor, x.dtype, dims_to_string(x.shape));
-    if (!x.metrics) {
-      o << "not compared (" << x.note << ")\n";
+    if (!x.metrics) {  // an output that could not be measured (shapes differ, no golden) fails
+      o << "FAIL (" << x.note << ")\n";
       continue;
     }
     const Metrics& m = *x.metrics;
