@@ -211,11 +211,7 @@ Status migrate_stages(const MigrateOptions& o, MigrateResult& res) {
   } else {
     rep["compare"] = compare_json(*cmp);
     accurate = cmp->pass();
-    std::string worst;
-    for (const auto& row : cmp->outputs)
-      if (row.metrics) worst += fmt::format("{}{} cos {:.6f}", worst.empty() ? "" : ", ", row.tensor, row.metrics->cosine);
-    stage("compare", accurate ? "ok" : "warning",
-          (accurate ? "outputs meet " : "outputs MISS ") + goal.text() + ": " + worst, since(t), compare_cmd);
+    stage("compare", accurate ? "ok" : "warning", outputs_summary(cmp->outputs, accurate, goal), since(t), compare_cmd);
   }
 
   // 5. tune-precision

@@ -1,11 +1,13 @@
-// Pieces of `ferry migrate` shared by its files (not a public interface): a stage that could not run, and
-// the report files, which are written however far the stages got.
+// Pieces of `ferry migrate` shared by its files (not a public interface): the one-line output verdict of
+// the compare stage, and the report files, which are written however far the stages got.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "tools/compare/compare.h"
 #include "tools/migrate.h"
+#include "tools/tune_precision.h"
 
 namespace ferry::tools {
 
@@ -14,6 +16,11 @@ const std::vector<std::string>& migrate_stage_names();
 // The first stage in run order that has no line in res.stages yet: the one running (each stage's line is
 // added when it ends); the last stage when all have one.
 std::string next_stage(const MigrateResult& res);
+
+// The compare stage's line about the outputs. When they miss: the outputs that fail, each with its figures
+// or the reason it could not be measured ("u shape [5] vs [4] (golden vs candidate)"), never an output that
+// passes. When they meet the goal: every output's cosine.
+std::string outputs_summary(const std::vector<compare::Row>& outputs, bool meet, const MetricGoal& goal);
 
 // Records that `stage` could not run: the first such failure is the run's (MigrateResult::failure, and
 // report.json's "failure": {stage, error}); the stage table has the others.

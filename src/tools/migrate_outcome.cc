@@ -1,5 +1,5 @@
-// What `ferry migrate` says about a stage that could not run, and the report files (written also when a
-// stage failed, so the page says which one and why).
+// What `ferry migrate` says about a run: the compare stage's output line, a stage that could not run, and the
+// report files (written also when a stage failed, so the page says which one and why).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +17,19 @@ const std::vector<std::string>& migrate_stage_names() {
   static const std::vector<std::string> kNames = {"doctor", "check", "compile", "compare", "tune-precision", "bench",
                                                   "profile"};
   return kNames;
+}
+
+std::string outputs_summary(const std::vector<compare::Row>& outputs, bool meet, const MetricGoal& goal) {
+  std::string figures;
+  for (const compare::Row& row : outputs) {
+    if (!meet && row.pass()) continue;  // the reader wants the outputs that failed, not the ones that passed
+    std::string what;
+    if (!row.metrics) what = row.note.empty() ? "not compared" : row.note;
+    else if (meet) what = fmt::format("cos {:.6f}", row.metrics->cosine);
+    else what = compare::metrics_summary(*row.metrics);
+    figures += (figures.empty() ? "" : ", ") + row.tensor + " " + what;
+  }
+  return (meet ? "outputs meet " : "outputs MISS ") + goal.text() + ": " + figures;
 }
 
 void record_failure(MigrateResult& res, const std::string& stage, const Status& why) {

@@ -4,6 +4,7 @@
   shorter than the golden's. That is a comparison result (a MISS naming the shapes), not an error: the run
   completes, writes report.json / report.html and exits 3 (accuracy below threshold), never with an
   "internal error".
+- Two outputs where only the second misses: the summary names the one that failed, with its figures.
 - A stage that cannot run (compile cannot write model.ferry) still writes the reports, which name the stage
   and why, and the run exits 1 with an `error:` line that names it.
 
@@ -49,6 +50,10 @@ check("unique: no internal error", "internal error" not in err and "json.excepti
 check("unique: accuracy below threshold (exit 3)", rc == 3, detail)
 check("unique: report.json and report.html written",
       rep is not None and os.path.exists(os.path.join(outdir, "report.html")), detail)
+cmp_stage = stage(rep, "compare")
+check("unique: the compare stage is a MISS that names the shapes",
+      cmp_stage.get("status") == "warning" and "u shape [5] vs [4]" in cmp_stage.get("summary", ""), cmp_stage)
+check("unique: the MISS does not name the output that passed", "y cos" not in cmp_stage.get("summary", ""), cmp_stage)
 if rep:
     outs = {o["tensor"]: o for o in rep["compare"]["outputs"]}
     check("unique: the output row fails with a note, y passes",
@@ -56,6 +61,28 @@ if rep:
     html_path = os.path.join(outdir, "report.html")
     check("unique: report.html shows why u failed",
           os.path.exists(html_path) and "shape [5] vs [4]" in open(html_path).read())
+
+# --- two outputs, only the second misses ----------------------------------------------------------------
+# s = (x * 0.001 + 10) - 10: fp16's step at 10 is 0.0078, so s keeps nothing of x; y = Relu(x) is exact.
+xs = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+np.save(os.path.join(tmp, "xs.npy"), xs)
+two = save(model([helper.make_node("Relu", ["x"], ["y"], name="Relu_0"),
+                  helper.make_node("Mul", ["x", "milli"], ["small"], name="Mul_0"),
+                  helper.make_node("Add", ["small", "ten"], ["shifted"], name="Add_0"),
+                  helper.make_node("Sub", ["shifted", "ten"], ["s"], name="Sub_0"),
+                  helper.make_node("Mul", ["s", "kilo"], ["u"], name="Mul_1")],
+                 [vi("x", F, [1, 16])], [vi("y", F, [1, 16]), vi("u", F, [1, 16])],
+                 [numpy_helper.from_array(np.array([v], dtype=np.float32), n)
+                  for n, v in (("milli", 0.001), ("ten", 10.0), ("kilo", 1000.0))]),
+           os.path.join(tmp, "two.onnx"))
+rc, out, err, rep, outdir = migrate("two", two, "--input", "x=" + os.path.join(tmp, "xs.npy"))
+detail = "rc=%d\nstdout: %s\nstderr: %s" % (rc, out[-2000:], err[-2000:])
+cmp_stage = stage(rep, "compare")
+summary = cmp_stage.get("summary", "")
+check("two outputs: exit 3", rc == 3, detail)
+check("two outputs: the MISS names u with its figures", summary.startswith("outputs MISS") and "u cos" in summary, summary)
+check("two outputs: the MISS does not name y, which passed", "y cos" not in summary and "y " not in summary, summary)
+check("two outputs: the printed summary agrees", "u cos" in out and "y cos" not in out, out)
 
 # --- a stage that cannot run -------------------------------------------------------------------------
 outdir = os.path.join(tmp, "blocked_out")
