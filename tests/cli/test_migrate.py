@@ -5,6 +5,7 @@
   completes, writes report.json / report.html and exits 3 (accuracy below threshold), never with an
   "internal error".
 - Two outputs where only the second misses: the summary names the one that failed, with its figures.
+- The first divergent node is the user's ONNX node, never a RoundFloat the precision pass inserted.
 - A stage that cannot run (compile cannot write model.ferry) still writes the reports, which name the stage
   and why, and the run exits 1 with an `error:` line that names it.
 
@@ -62,7 +63,7 @@ if rep:
     check("unique: report.html shows why u failed",
           os.path.exists(html_path) and "shape [5] vs [4]" in open(html_path).read())
 
-# --- two outputs, only the second misses ----------------------------------------------------------------
+# --- two outputs, only the second misses; the first divergent node is an ONNX node ----------------------
 # s = (x * 0.001 + 10) - 10: fp16's step at 10 is 0.0078, so s keeps nothing of x; y = Relu(x) is exact.
 xs = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
 np.save(os.path.join(tmp, "xs.npy"), xs)
@@ -83,6 +84,21 @@ check("two outputs: exit 3", rc == 3, detail)
 check("two outputs: the MISS names u with its figures", summary.startswith("outputs MISS") and "u cos" in summary, summary)
 check("two outputs: the MISS does not name y, which passed", "y cos" not in summary and "y " not in summary, summary)
 check("two outputs: the printed summary agrees", "u cos" in out and "y cos" not in out, out)
+if rep:
+    first = rep["compare"]["first_divergent_node"]
+    check("two outputs: the first divergent node is the user's Sub_0, not a RoundFloat", first == "Sub_0", first)
+    layer_nodes = [l["node"] for l in rep["compare"]["layers"]]
+    check("two outputs: no layer row names an inserted node", not any(n.startswith("round_") for n in layer_nodes),
+          layer_nodes)
+check("two outputs: no round_ node in what the user reads", "round_" not in out, out)
+# compare on the compiled model names the same node (the .ferry graph holds the RoundFloat nodes).
+js = os.path.join(tmp, "two_compare.json")
+rc, out, err = u.ferry("compare", os.path.join(outdir, "model.ferry"), "--golden", two, "--inputs",
+                       os.path.join(outdir, "inputs"), "--layerwise", "--json", js)
+crep = json.load(open(js)) if os.path.exists(js) else {}
+check("compare model.ferry: first divergent node Sub_0", crep.get("first_divergent_node") == "Sub_0",
+      (crep.get("first_divergent_node"), err))
+check("compare model.ferry: no round_ node in the text", "round_" not in out, out)
 
 # --- a stage that cannot run -------------------------------------------------------------------------
 outdir = os.path.join(tmp, "blocked_out")

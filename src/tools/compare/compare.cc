@@ -24,15 +24,16 @@ struct Origin {
   size_t order = 0;
 };
 
-// Which ONNX node produced each tensor of the original model (and in what order), when the model is
-// an ONNX file. A .ferry file's graph is already optimized, so rows fall back to provenance.
+// Which ONNX node produced each tensor of the model (and in what order). A .ferry file's graph is already
+// optimized: its nodes are named by the ONNX nodes they stand for (provenance), and a node the precision
+// pass inserted (RoundFloat) by the node whose output it rounds.
 std::map<std::string, Origin> origins_of(const ir::Graph& g) {
   std::map<std::string, Origin> out;
   size_t i = 0;
   for (const auto& n : g.nodes) {
     ++i;
     for (const ir::Value* v : n->outputs)
-      if (v) out[v->onnx_name.empty() ? v->name : v->onnx_name] = {n->name, n->op_type, i};
+      if (v) out[v->onnx_name.empty() ? v->name : v->onnx_name] = {onnx_node_of(*n), described_node(*n).op_type, i};
   }
   return out;
 }
@@ -168,7 +169,8 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
     for (const auto& n : original->graph->nodes)
       for (const ir::Value* v : n->outputs)
         if (v && cand.tensors.count(v->name)) {
-          cand.order.push_back({v->name, n->name, n->op_type, n->provenance, nullptr});
+          const ir::Node& d = described_node(*n);
+          cand.order.push_back({v->name, d.name, d.op_type, d.provenance, nullptr});
           cand.nonfinite[v->name] = count_nonfinite(cand.tensors.at(v->name));
         }
     for (const ir::Value* v : original->graph->outputs) {

@@ -27,6 +27,14 @@ struct CapturedRun {
   std::map<std::string, std::pair<int64_t, int64_t>> nonfinite;
 };
 
+// The node a row describes for a value `n` wrote: n itself, or, for a node a pass inserted (the precision
+// pass's RoundFloat, which has no provenance), the node upstream that computed the value (through first
+// inputs), so that no row or verdict names a node the user's model does not have.
+const ir::Node& described_node(const ir::Node& n);
+// The user's ONNX node for a value `n` wrote: the last ONNX node described_node(n) stands for (a fused
+// node's output is its last covered node's output), else its name.
+std::string onnx_node_of(const ir::Node& n);
+
 // Runs with a node hook that records every output value with an ONNX name (a deep copy when
 // keep_tensors, since kernels may reuse buffers) and counts NaN/Inf in floating ones. Graph inputs
 // are recorded first.
