@@ -269,6 +269,8 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
       rep.first_divergent = i;
       break;
     }
+  if (rep.first_divergent && !o.candidate_dir.empty())
+    rep.divergence_span = divergence_span(*original->graph, rep.layers, *rep.first_divergent, cand.tensors);
 
   if (o.single_op && cand_runner) {
     FERRY_ASSIGN_OR_RETURN(size_t which, cand_runner->pick_session(feeds));

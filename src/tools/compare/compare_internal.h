@@ -1,6 +1,7 @@
 // Pieces of `ferry compare` shared by its files (not a public interface).
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -56,6 +57,14 @@ Status run_onnxruntime_golden(const std::string& model, const std::string& input
 Status run_single_op(const ir::Model& candidate, const std::map<std::string, const ir::Value*>& by_onnx,
                      const TensorMap& golden, const runtime::SessionOptions& so, const Thresholds& th,
                      std::vector<Row>& rows, const std::function<void(const std::string&)>& progress);
+
+// The nodes of `g` (the model the dump is of) between the last matching rows and layers[divergent], walking
+// up through tensors without a row; nullopt when the divergent node is fed by matching tensors only (span.cc).
+std::optional<DivergenceSpan> divergence_span(const ir::Graph& g, const std::vector<Row>& layers, size_t divergent,
+                                              const TensorMap& candidate);
+// "first divergence between 'Relu.17' (last match) and 'BatchNormalization.18': nodes Conv.26,
+// BatchNormalization.18; the dump lacks Conv.26's output 'conv26_out'"
+std::string describe_span(const DivergenceSpan& s);
 
 // Fills the advisor notes from outputs, layers, ranges and non-finite tensors.
 void advise(CompareReport& r);
