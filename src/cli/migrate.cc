@@ -2,7 +2,8 @@
 // [--metric GOAL] [--threads N] [--batch N]`: doctor -> check -> compile -> compare -> tune-precision ->
 // bench -> profile in one run, a progress line per stage, a one-screen summary, and OUTDIR/model.ferry,
 // report.json, report.html. Exit 0 when the verdict is "ready" (or "ready with fallbacks"), 3 when the
-// accuracy is below the threshold or nodes are unsupported, 1 on errors, 2 on usage errors.
+// accuracy is below the threshold or nodes are unsupported, 1 on errors (a stage that could not run: the
+// report files are still written and say which and why), 2 on usage errors.
 #include <cstdio>
 #include <memory>
 
@@ -28,6 +29,7 @@ int run_migrate_cmd(MigrateArgs& a) {
   auto r = tools::run_migrate(a.o);
   if (!r.ok()) return report_error(r.status());
   std::fputs(tools::format_migrate_summary(*r).c_str(), stdout);
+  if (!r->failure.ok()) return report_error(r->failure);  // after the summary: the error is the last word
   return r->verdict.rfind("ready", 0) == 0 ? 0 : 3;
 }
 

@@ -1,6 +1,6 @@
 // `ferry compile`: import an ONNX model, optimize it for the given shapes, and write the .ferry file
 // (format/ferry_file.h). With dynamic-batch gears, dim 0 of every input stays symbolic in the stored
-// graph and the file lists the gears; loading prepares one session per gear (tools/model_loader.h).
+// graph and the file lists the gears; loading prepares one session per gear (runtime/model_session.h).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -18,6 +18,7 @@
 #include "tools/compile.h"
 #include "tools/doctor.h"
 #include "runtime/model_session.h"
+#include "tools/migrate_internal.h"
 #include "tools/profile.h"
 #include "tools/tune_precision.h"
 
@@ -70,13 +71,13 @@ json compare_json(const compare::CompareReport& c) {
   return out;
 }
 
-}  // namespace
-
-Result<MigrateResult> run_migrate(const MigrateOptions& o) {
+// The stages, in order, into res. An error returned before the first stage (options, the model, its inputs)
+// leaves res.stages empty; a stage that cannot run is recorded (record_failure) and the run goes on where the
+// later stages can do without it.
+Status migrate_stages(const MigrateOptions& o, MigrateResult& res) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
-  MigrateResult res;
   json& rep = res.report;
   rep["schema"] = "ferry.migrate/1";
   rep["model"] = o.model;
@@ -93,11 +94,14 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
                       {"atc", passes::atc_equivalent(mode)}};
   FERRY_ASSIGN_OR_RETURN(MetricGoal goal, parse_metric_goal(o.metric));
   rep["metric"] = goal.text();
-  json commands = json::array();
   auto stage = [&](const std::string& name, const std::string& status, const std::string& summary, double secs,
                    const std::string& cmd) {
     res.stages.push_back({name, status, summary, secs, cmd});
     say(fmt::format("[{}] {}: {}", status, name, summary));
+  };
+  auto failed = [&](const std::string& name, const Status& why, double secs, const std::string& cmd) {
+    stage(name, "failed", why.to_string(), secs, cmd);
+    record_failure(res, name, why);
   };
 
   // The inputs every stage uses, written once so each stage (and each reproduce command) reads the same.
@@ -145,7 +149,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   auto check = check_model(o.model, co);
   bool blocked = false, fallbacks = false;
   if (!check.ok()) {
-    stage("check", "failed", check.status().to_string(), since(t), "ferry check " + model_q + " --target " + o.target);
+    failed("check", check.status(), since(t), "ferry check " + model_q + " --target " + o.target);
     rep["check"] = {{"error", check.status().to_string()}};
   } else {
     rep["check"] = check_to_json(*check);
@@ -170,10 +174,9 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
                             quote(o.target) + " --precision " + precision;
   auto compiled = compile_model(req);
   if (!compiled.ok()) {
-    stage("compile", "failed", compiled.status().to_string(), since(t), compile_cmd);
-    rep["stages"] = json::array();
-    for (const auto& s : res.stages) rep["stages"].push_back({{"name", s.name}, {"status", s.status}, {"summary", s.summary}});
-    return compiled.status().with_context("ferry migrate: the compile stage");
+    failed("compile", compiled.status(), since(t), compile_cmd);
+    skip_remaining(res, "compile");  // every later stage works on the compiled model
+    return Status();
   }
   res.ferry_file = ferry_file;
   rep["compile"] = {{"file", ferry_file}, {"nodes_before", compiled->nodes_before}, {"nodes_after", compiled->nodes_after},
@@ -205,15 +208,11 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   auto cmp = run_cmp(ferry_file);
   bool accurate = false;
   if (!cmp.ok()) {
-    stage("compare", "failed", cmp.status().to_string(), since(t), compare_cmd);
+    failed("compare", cmp.status(), since(t), compare_cmd);
   } else {
     rep["compare"] = compare_json(*cmp);
     accurate = cmp->pass();
-    std::string worst;
-    for (const auto& row : cmp->outputs)
-      if (row.metrics) worst += fmt::format("{}{} cos {:.6f}", worst.empty() ? "" : ", ", row.tensor, row.metrics->cosine);
-    stage("compare", accurate ? "ok" : "warning",
-          (accurate ? "outputs meet " : "outputs MISS ") + goal.text() + ": " + worst, since(t), compare_cmd);
+    stage("compare", accurate ? "ok" : "warning", outputs_summary(cmp->outputs, accurate, goal), since(t), compare_cmd);
   }
 
   // 5. tune-precision
@@ -239,7 +238,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
     to.progress = o.progress;
     auto tuned = tune_precision(to);
     if (!tuned.ok()) {
-      stage("tune-precision", "failed", tuned.status().to_string(), since(t), tune_cmd);
+      failed("tune-precision", tuned.status(), since(t), tune_cmd);
     } else {
       rep["tune"] = tune_report_to_json(*tuned);
       FERRY_RETURN_IF_ERROR(write_text(keep_file, keep_list_text(*tuned)));
@@ -277,7 +276,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   if (bench.ok() && !bench->results.empty()) base.batches = {bench->results.front().batch};
   auto baseline = run_bench(base);
   if (!bench.ok() || bench->results.empty()) {
-    stage("bench", "failed", bench.ok() ? "no result" : bench.status().to_string(), since(t), bench_cmd);
+    failed("bench", bench.ok() ? Status::internal("the benchmark returned no result") : bench.status(), since(t), bench_cmd);
   } else {
     const BatchResult& b = bench->results.front();
     json bj = {{"batch", b.batch}, {"median_ms", num(b.stats.median_ms)}, {"p90_ms", num(b.stats.p90_ms)},
@@ -318,7 +317,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
                                quote((fs::path(out) / "trace.json").string());
   if (profiled.ok()) FERRY_RETURN_IF_ERROR(write_text((fs::path(out) / "trace.json").string(), profile_to_trace(*profiled).dump()));
   if (!prof.ok()) {
-    stage("profile", "failed", prof.status().to_string(), since(t), prof_cmd);
+    failed("profile", prof.status(), since(t), prof_cmd);
   } else {
     rep["profile"] = *prof;
     std::string top;
@@ -329,21 +328,32 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
     stage("profile", "ok", "time by op type: " + top, since(t), prof_cmd);
   }
 
-  // Verdict and files.
   res.verdict = blocked ? "blocked" : (!accurate ? "accuracy below threshold" : (fallbacks ? "ready with fallbacks" : "ready"));
-  rep["verdict"] = res.verdict;
-  json stages = json::array();
-  for (const auto& s : res.stages) {
-    stages.push_back({{"name", s.name}, {"status", s.status}, {"summary", s.summary}, {"seconds", num(s.seconds)},
-                      {"command", s.command}});
-    commands.push_back(s.command);
+  return Status();
+}
+
+}  // namespace
+
+Result<MigrateResult> run_migrate(const MigrateOptions& o) {
+  MigrateResult res;
+  Status st;
+  try {
+    st = migrate_stages(o, res);
+  } catch (const std::exception& e) {
+    // A bug in ferry, not a property of the model; it is still reported against the stage that was running,
+    // with what the stages before it found.
+    st = Status::internal(std::string("stopped on an unexpected error (a bug in ferry; please report it): ") + e.what());
   }
-  rep["stages"] = stages;
-  rep["commands"] = commands;
-  res.report_json = (fs::path(out) / "report.json").string();
-  res.report_html = (fs::path(out) / "report.html").string();
-  FERRY_RETURN_IF_ERROR(write_text(res.report_json, rep.dump(2) + "\n"));
-  FERRY_RETURN_IF_ERROR(write_text(res.report_html, render_migrate_html(rep)));
+  if (res.stages.empty()) return st;  // nothing ran (options, a model that cannot be opened): no report to write
+  if (!st.ok()) {  // a stage stopped on an error it returned or threw: name it, skip the rest
+    const std::string running = next_stage(res);
+    res.stages.push_back({running, "failed", st.to_string(), 0, ""});
+    if (o.progress) o.progress(fmt::format("[failed] {}: {}", running, st.to_string()));
+    record_failure(res, running, st);
+    skip_remaining(res, running);
+  }
+  if (!res.failure.ok()) res.verdict = "failed";  // whatever the stages that ran found
+  FERRY_RETURN_IF_ERROR(write_migrate_report(res, o.outdir));
   return res;
 }
 
@@ -357,7 +367,10 @@ std::string format_migrate_summary(const MigrateResult& r) {
   for (const auto& st : r.stages) s += fmt::format("  {:<15} {:<8} {}\n", st.name, st.status, st.summary);
   if (j.contains("compare") && !j["compare"]["first_divergent_node"].is_null())
     s += fmt::format("worst layer: first divergent node {}\n", j["compare"]["first_divergent_node"].dump());
-  s += fmt::format("wrote {}, {}, {}\n", r.ferry_file, r.report_json, r.report_html);
+  std::string files;
+  for (const std::string& f : {r.ferry_file, r.report_json, r.report_html})
+    if (!f.empty()) files += (files.empty() ? "" : ", ") + f;
+  s += "wrote " + files + "\n";
   return s;
 }
 

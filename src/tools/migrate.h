@@ -42,10 +42,15 @@ struct MigrateStage {
 struct MigrateResult {
   nlohmann::json report;  // everything, schema ferry.migrate/1
   std::vector<MigrateStage> stages;
-  std::string verdict;    // "ready", "ready with fallbacks", "accuracy below threshold", "blocked"
+  // "ready", "ready with fallbacks", "accuracy below threshold", "blocked" (unsupported nodes), "failed" (a
+  // stage could not run: `failure`)
+  std::string verdict;
+  Status failure;         // the first stage that could not run, named; ok when every stage ran
   std::string report_json, report_html, ferry_file;
 };
 
+// An error only when nothing could run (options, the model, its inputs); once the stages start, the report
+// files are written whatever happens, and a stage that fails is in `failure` and the report.
 Result<MigrateResult> run_migrate(const MigrateOptions& o);
 
 // The one-screen summary printed at the end.

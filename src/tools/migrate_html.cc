@@ -30,6 +30,14 @@ std::string str(const json& j, const char* k, const std::string& d = "") {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : d;
 }
 double dbl(const json& j, const char* k, double d = NAN) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : d; }
+// Members read as an object / array / bool / number text, else the default. The report holds nulls where
+// something did not run or could not be measured (a stage that failed, an output row without metrics),
+// and json::value() throws on a null, so the page reads every member through these.
+json obj(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_object() ? j[k] : json::object(); }
+json arr(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_array() ? j[k] : json::array(); }
+bool flag(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_boolean() && j[k].get<bool>(); }
+std::string count(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].dump() : "0"; }
+std::string text(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
 
 const char* kCss = R"(body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:24px 40px}header h1{margin:0;font-size:24px}header p{margin:6px 0 0;color:#c9d1e0}
@@ -130,59 +138,63 @@ std::string histogram(const json& lat) {
 }  // namespace
 
 std::string render_migrate_html(const json& r) {
-  const json& tgt = r.value("target", json::object());
-  const bool emulated = tgt.value("emulated", false);
+  const json tgt = obj(r, "target");
+  const bool emulated = flag(tgt, "emulated");
   const std::string verdict = str(r, "verdict", "incomplete");
   const std::string vclass = verdict.rfind("ready", 0) == 0 ? "ok" : (verdict == "blocked" ? "failed" : "warning");
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ferry migrate: " +
                   esc(str(r, "model")) + "</title><style>" + kCss + "</style></head><body>";
   h += "<header><h1>ferry migrate — " + esc(str(r, "model")) + "</h1><p>target " + esc(str(tgt, "name")) +
        (emulated ? " (emulated on this CPU: its numerics, CPU timings)" : "") + " · precision " +
-       esc(str(r.value("precision", json::object()), "description")) + " · metric " + esc(str(r, "metric")) + "</p></header><main>";
+       esc(str(obj(r, "precision"), "description")) + " · metric " + esc(str(r, "metric")) + "</p></header><main>";
 
   // Verdict and cards.
   h += "<section id=\"verdict\"><h2>Verdict</h2><div class=\"verdict " + vclass + "\">" + esc(verdict) + "</div><div class=\"cards\">";
-  const json& chk = r.value("check", json::object());
-  const json& sum = chk.value("summary", json::object());
+  const json chk = obj(r, "check");
+  const json sum = obj(chk, "summary");
   auto card = [&](const std::string& label, const std::string& value) {
     h += "<div class=\"card\">" + esc(label) + "<b>" + esc(value) + "</b></div>";
   };
   for (const char* k : {"device", "rewritten", "host", "unsupported"})
     if (sum.contains(k)) card(std::string(k) == "host" ? "host fallback" : k, sum[k].dump());
-  const json& cmp = r.value("compare", json::object());
+  const json cmp = obj(r, "compare");
   if (cmp.contains("first_divergent_node"))
-    card("first divergent node", cmp["first_divergent_node"].is_null() ? "none" : cmp["first_divergent_node"].get<std::string>());
-  const json& bench = r.value("bench", json::object());
+    card("first divergent node", cmp["first_divergent_node"].is_null() ? "none" : text(cmp["first_divergent_node"]));
+  const json bench = obj(r, "bench");
   if (bench.contains("median_ms")) card("median latency", fmt::format("{:.3f} ms", dbl(bench, "median_ms", 0)));
   if (bench.contains("speedup_vs_fp32")) card("vs fp32 baseline", fmt::format("{:.2f}x", dbl(bench, "speedup_vs_fp32", 0)));
-  h += "</div></section>";
+  h += "</div>";
+  const json failure = obj(r, "failure");
+  if (!failure.empty())
+    h += "<p class=\"failed\">the " + esc(str(failure, "stage")) + " stage failed: " + esc(str(failure, "error")) + "</p>";
+  h += "</section>";
 
   // Stages.
   h += "<section id=\"stages\"><h2>Stages</h2><table><tr><th>stage</th><th>status</th><th>result</th><th>time</th></tr>";
-  for (const json& s : r.value("stages", json::array()))
+  for (const json& s : arr(r, "stages"))
     h += "<tr><td>" + esc(str(s, "name")) + "</td><td>" + status_span(str(s, "status")) + "</td><td>" + esc(str(s, "summary")) +
          "</td><td style=\"white-space:nowrap\">" + fmt::format("{:.2f} s", dbl(s, "seconds", 0)) + "</td></tr>";
   h += "</table></section>";
 
   // Coverage.
   h += "<section id=\"coverage\"><h2>Operator coverage on " + esc(str(tgt, "name")) + "</h2>";
-  if (chk.contains("by_op")) {
+  if (chk.contains("by_op") && chk["by_op"].is_object()) {
     h += "<table><tr><th>op type</th><th>device</th><th>rewritten</th><th>host fallback</th><th>unsupported</th></tr>";
     for (auto it = chk["by_op"].begin(); it != chk["by_op"].end(); ++it) {
       const json& o = it.value();
-      h += "<tr><td>" + esc(it.key()) + "</td><td>" + o.value("device", json(0)).dump() + "</td><td>" +
-           o.value("rewritten", json(0)).dump() + "</td><td>" + o.value("host", json(0)).dump() + "</td><td>" +
-           o.value("unsupported", json(0)).dump() + "</td></tr>";
+      h += "<tr><td>" + esc(it.key()) + "</td><td>" + count(o, "device") + "</td><td>" +
+           count(o, "rewritten") + "</td><td>" + count(o, "host") + "</td><td>" +
+           count(o, "unsupported") + "</td></tr>";
     }
     h += "</table>";
     int shown = 0;
     std::string off;
-    for (const json& n : chk.value("nodes", json::array()))
+    for (const json& n : arr(chk, "nodes"))
       if (str(n, "placement") != "device" && shown++ < 50)
         off += "<tr><td>" + esc(str(n, "name")) + "</td><td>" + esc(str(n, "op")) + "</td><td>" + esc(str(n, "placement")) +
                "</td><td>" + esc(str(n, "reason")) + "</td></tr>";
     if (!off.empty()) h += "<h3>Nodes not on the device as they are</h3><table><tr><th>node</th><th>op</th><th>placement</th><th>reason</th></tr>" + off + "</table>";
-    for (const json& f : chk.value("findings", json::array()))
+    for (const json& f : arr(chk, "findings"))
       if (f.is_string()) h += "<p class=\"note\">" + esc(f.get<std::string>()) + "</p>";
   } else {
     h += "<p class=\"note\">check did not run: " + esc(chk.dump()) + "</p>";
@@ -192,45 +204,48 @@ std::string render_migrate_html(const json& r) {
   // Per-layer error.
   h += "<section id=\"layers\"><h2>Per-layer error vs the fp32 golden</h2>";
   const std::string first = cmp.contains("first_divergent_node") && cmp["first_divergent_node"].is_string()
-                                ? cmp["first_divergent_node"].get<std::string>() : "";
-  h += layer_plot(cmp.value("layers", json::array()), first);
+                                ? text(cmp["first_divergent_node"]) : "";
+  h += layer_plot(arr(cmp, "layers"), first);
   h += "<table><tr><th>output</th><th>cosine</th><th>max abs error</th><th>verdict</th></tr>";
-  for (const json& o : cmp.value("outputs", json::array())) {
-    const json m = o.value("metrics", json::object());
-    h += "<tr><td>" + esc(str(o, "tensor")) + "</td><td>" + fmt::format("{:.6f}", dbl(m, "cosine", NAN)) + "</td><td>" +
-         fmt::format("{:.3g}", dbl(m, "max_abs", NAN)) + "</td><td>" + status_span(m.value("pass", false) ? "ok" : "failed") +
+  for (const json& o : arr(cmp, "outputs")) {
+    const json m = obj(o, "metrics");
+    // A row without metrics was not measured (shapes differ, no golden tensor): its note says why.
+    const std::string figures = m.empty() ? "<td colspan=\"2\">" + esc(str(o, "note", "not compared")) + "</td>"
+                                          : "<td>" + fmt::format("{:.6f}", dbl(m, "cosine", NAN)) + "</td><td>" +
+                                                fmt::format("{:.3g}", dbl(m, "max_abs", NAN)) + "</td>";
+    h += "<tr><td>" + esc(str(o, "tensor")) + "</td>" + figures + "<td>" + status_span(flag(m, "pass") ? "ok" : "failed") +
          "</td></tr>";
   }
   h += "</table>";
-  for (const json& a : cmp.value("advisor", json::array())) h += "<p class=\"note\">advisor: " + esc(str(a, "message")) + "</p>";
+  for (const json& a : arr(cmp, "advisor")) h += "<p class=\"note\">advisor: " + esc(str(a, "message")) + "</p>";
   if (r.contains("tune")) {
     h += "<p>tune-precision kept in fp32: <b>";
-    for (const json& k : r["tune"].value("keep", json::array())) h += esc(k.get<std::string>()) + " ";
+    for (const json& k : arr(r["tune"], "keep")) h += esc(text(k)) + " ";
     h += "</b></p>";
   }
   h += "</section>";
 
   // Op time.
-  const json& prof = r.value("profile", json::object());
+  const json prof = obj(r, "profile");
   h += "<section id=\"optime\"><h2>Where the time goes</h2><p class=\"note\">" + esc(str(prof, "method")) +
-       (emulated ? "; emulated target: CPU time of the emulation" : "") + "</p>" + bars(prof.value("by_type", json::array()));
-  const json all_nodes = prof.value("nodes", json::array());
+       (emulated ? "; emulated target: CPU time of the emulation" : "") + "</p>" + bars(arr(prof, "by_type"));
+  const json all_nodes = arr(prof, "nodes");
   std::vector<json> nodes(all_nodes.begin(), all_nodes.end());
   std::sort(nodes.begin(), nodes.end(), [](const json& a, const json& b) { return dbl(a, "ms", 0) > dbl(b, "ms", 0); });
   h += "<table><tr><th>node</th><th>op</th><th>kernel</th><th>covers (ONNX nodes)</th><th>ms</th></tr>";
   for (size_t i = 0; i < nodes.size() && i < 15; ++i) {
     std::string covers;
-    for (const json& c : nodes[i].value("covers", json::array())) covers += esc(c.get<std::string>()) + " ";
+    for (const json& c : arr(nodes[i], "covers")) covers += esc(text(c)) + " ";
     h += "<tr><td>" + esc(str(nodes[i], "node")) + "</td><td>" + esc(str(nodes[i], "op")) + "</td><td>" +
          esc(str(nodes[i], "kernel")) + "</td><td>" + covers + "</td><td>" + fmt::format("{:.3f}", dbl(nodes[i], "ms", 0)) + "</td></tr>";
   }
   h += "</table></section>";
 
   // Latency.
-  h += "<section id=\"latency\"><h2>Latency distribution</h2>" + histogram(bench.value("latencies_ms", json::array()));
+  h += "<section id=\"latency\"><h2>Latency distribution</h2>" + histogram(arr(bench, "latencies_ms"));
   if (bench.contains("median_ms"))
     h += fmt::format("<p class=\"note\">median {:.3f} ms, p90 {:.3f} ms, batch {}, {} thread(s){}</p>", dbl(bench, "median_ms", 0),
-                     dbl(bench, "p90_ms", 0), bench.value("batch", json(0)).dump(), bench.value("threads", json(0)).dump(),
+                     dbl(bench, "p90_ms", 0), count(bench, "batch"), count(bench, "threads"),
                      bench.contains("baseline_fp32_median_ms")
                          ? fmt::format("; the fp32 .onnx on the cpu backend: {:.3f} ms", dbl(bench, "baseline_fp32_median_ms", 0))
                          : "");
@@ -238,7 +253,7 @@ std::string render_migrate_html(const json& r) {
 
   // Reproduce.
   h += "<section id=\"commands\"><h2>Reproduce each stage</h2><pre>";
-  for (const json& c : r.value("commands", json::array())) h += esc(c.get<std::string>()) + "\n";
+  for (const json& c : arr(r, "commands")) h += esc(text(c)) + "\n";
   h += "</pre></section></main></body></html>\n";
   return h;
 }

@@ -215,6 +215,54 @@ check("compiled candidate with the reference golden: a note says what the golden
       rep and any(".ferry" in n for n in rep["notes"]), rep and rep["notes"])
 u.expect_error("--golden onnxruntime needs an ONNX model", ["compare", ferry_file, "--golden", "onnxruntime"], "ONNX model")
 
+# --- a device dump without the tensors the device fused ---------------------------------------------
+# Conv -> BN -> Relu -> Conv -> BN -> Relu; the device fuses each Conv into its BN, so its dump lacks the
+# Conv outputs. A fault planted in the second Conv shows first in BN.1's output: the report must name the
+# span Conv.1, BatchNormalization.1 (and say the dump lacked conv1_out), not BN.1 alone.
+CH = 4
+cb_nodes, cb_inits, prev = [], [], "img"
+for i in range(2):
+    cb_inits += [numpy_helper.from_array((rng.standard_normal((CH, CH, 3, 3)) * 0.3).astype(np.float32), "cw%d" % i),
+                 numpy_helper.from_array(rng.uniform(0.5, 1.5, CH).astype(np.float32), "bn_s%d" % i),
+                 numpy_helper.from_array((rng.standard_normal(CH) * 0.1).astype(np.float32), "bn_b%d" % i),
+                 numpy_helper.from_array((rng.standard_normal(CH) * 0.1).astype(np.float32), "bn_m%d" % i),
+                 numpy_helper.from_array(rng.uniform(0.5, 1.5, CH).astype(np.float32), "bn_v%d" % i)]
+    cb_nodes += [helper.make_node("Conv", [prev, "cw%d" % i], ["conv%d_out" % i], name="Conv.%d" % i, pads=[1, 1, 1, 1]),
+                 helper.make_node("BatchNormalization", ["conv%d_out" % i, "bn_s%d" % i, "bn_b%d" % i, "bn_m%d" % i,
+                                                         "bn_v%d" % i], ["bn%d_out" % i], name="BatchNormalization.%d" % i),
+                 helper.make_node("Relu", ["bn%d_out" % i], ["relu%d_out" % i], name="Relu.%d" % i)]
+    prev = "relu%d_out" % i
+convbn = save(model(cb_nodes, [vi("img", F, [1, CH, 6, 6])], [vi(prev, F, [1, CH, 6, 6])], cb_inits),
+              os.path.join(tmp, "convbn.onnx"))
+d_gold, d_dev = os.path.join(tmp, "convbn_golden"), os.path.join(tmp, "convbn_device")
+rc, out, err = u.ferry("run", convbn, "--dump", d_gold, "--opt-level", "0", "--seed", "5")
+check("conv/bn: golden dump, exit 0", rc == 0 and os.path.exists(os.path.join(d_gold, "conv1_out.npy")), err)
+os.makedirs(d_dev)
+for f in os.listdir(d_gold):
+    a = np.load(os.path.join(d_gold, f))
+    if f in ("bn1_out.npy", "relu1_out.npy"):  # downstream of the faulty Conv.1
+        a = (a * 1.7 + np.random.default_rng(2).standard_normal(a.shape) * 0.5).astype(np.float32)
+    if f not in ("conv0_out.npy", "conv1_out.npy"):  # fused on the device: never stored
+        np.save(os.path.join(d_dev, f), a)
+rc, out, err, rep = compare(convbn, "--golden", d_gold, "--candidate", d_dev, "--layerwise")
+check("device dump lacking the conv outputs: the output fails (exit 3)", rc == 3 and rep is not None, (rc, err))
+span_msg = ("first divergence between 'Relu.0' (last match) and 'BatchNormalization.1': nodes Conv.1, "
+            "BatchNormalization.1; the dump lacks Conv.1's output 'conv1_out'")
+check("device dump: the text names the span from the last match, with the lacking tensor", span_msg in out, out)
+if rep:
+    span = rep.get("first_divergent_span") or {}
+    check("device dump: JSON span (nodes, last match, lacked tensors)",
+          span.get("nodes") == ["Conv.1", "BatchNormalization.1"] and span.get("last_match_node") == "Relu.0"
+          and span.get("lacked") == [{"node": "Conv.1", "tensor": "conv1_out"}], span)
+    check("device dump: first_divergent_provenance covers the span",
+          rep["first_divergent_provenance"] == ["Conv.1", "BatchNormalization.1"], rep["first_divergent_provenance"])
+    check("device dump: the advisor names Conv.1 too",
+          any("Conv.1" in a["message"] for a in rep["advisor"] if a["kind"] == "accumulated"), rep["advisor"])
+# A fault in a node whose inputs matched: no span, the node alone.
+rc, out, err, rep = compare(good, "--golden", d_good, "--candidate", d_bad, "--layerwise")
+check("dump with every tensor: no span, the node alone", rep and rep.get("first_divergent_span", 0) is None
+      and "first divergent node: 'MatMul_1'" in out, rep and rep.get("first_divergent_span"))
+
 # --- errors --------------------------------------------------------------------------------------------
 u.expect_error("bad --golden", ["compare", good, "--golden", os.path.join(tmp, "nope")], "--golden", "nope")
 u.expect_error("--single-op with --candidate", ["compare", good, "--candidate", d_bad, "--single-op"], "--single-op")

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "core/shape.h"
 #include "tools/compare/compare_internal.h"
 
 namespace ferry::tools::compare {
@@ -23,15 +24,16 @@ struct Origin {
   size_t order = 0;
 };
 
-// Which ONNX node produced each tensor of the original model (and in what order), when the model is
-// an ONNX file. A .ferry file's graph is already optimized, so rows fall back to provenance.
+// Which ONNX node produced each tensor of the model (and in what order). A .ferry file's graph is already
+// optimized: its nodes are named by the ONNX nodes they stand for (provenance), and a node the precision
+// pass inserted (RoundFloat) by the node whose output it rounds.
 std::map<std::string, Origin> origins_of(const ir::Graph& g) {
   std::map<std::string, Origin> out;
   size_t i = 0;
   for (const auto& n : g.nodes) {
     ++i;
     for (const ir::Value* v : n->outputs)
-      if (v) out[v->onnx_name.empty() ? v->name : v->onnx_name] = {n->name, n->op_type, i};
+      if (v) out[v->onnx_name.empty() ? v->name : v->onnx_name] = {onnx_node_of(*n), described_node(*n).op_type, i};
   }
   return out;
 }
@@ -64,6 +66,12 @@ Row make_row(const std::string& tensor, const Tensor& cand, const Tensor* gold, 
   r.shape = cand.dims();
   if (!gold) {
     r.note = "no golden tensor";
+    return r;
+  }
+  // Outputs whose length depends on values (Unique, NonZero, TopK on a computed k) can differ in shape
+  // under another precision: that is a comparison result (the row fails), not an error.
+  if (gold->dims() != cand.dims()) {
+    r.note = "shape " + dims_to_string(gold->dims()) + " vs " + dims_to_string(cand.dims()) + " (golden vs candidate)";
     return r;
   }
   auto m = compute_metrics(*gold, cand, th, classifier);
@@ -173,7 +181,8 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
     for (const auto& n : original->graph->nodes)
       for (const ir::Value* v : n->outputs)
         if (v && cand.tensors.count(v->name)) {
-          cand.order.push_back({v->name, n->name, n->op_type, n->provenance, nullptr});
+          const ir::Node& d = described_node(*n);
+          cand.order.push_back({v->name, d.name, d.op_type, d.provenance, nullptr});
           cand.nonfinite[v->name] = count_nonfinite(cand.tensors.at(v->name));
         }
     for (const ir::Value* v : original->graph->outputs) {
@@ -272,6 +281,8 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
       rep.first_divergent = i;
       break;
     }
+  if (rep.first_divergent && !o.candidate_dir.empty())
+    rep.divergence_span = divergence_span(*original->graph, rep.layers, *rep.first_divergent, cand.tensors);
 
   if (o.single_op && cand_runner) {
     FERRY_ASSIGN_OR_RETURN(size_t which, cand_runner->pick_session(feeds));

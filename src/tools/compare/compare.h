@@ -87,6 +87,14 @@ struct AdvisorNote {
   std::string message;
 };
 
+// Where a first divergence may have started when the candidate lacks tensors upstream of it (a device dump
+// without the tensors the device fused): every node between the last matching tensors and the divergent one.
+struct DivergenceSpan {
+  std::string last_match, last_match_tensor;  // the ONNX node and tensor of the last match ("": the inputs)
+  std::vector<std::string> nodes;             // ONNX nodes in topological order; the divergent node last
+  std::vector<std::pair<std::string, std::string>> lacked;  // (node, tensor): outputs the candidate lacks
+};
+
 struct CompareReport {
   std::string model;
   std::string golden;     // describe(GoldenSpec)
@@ -98,6 +106,7 @@ struct CompareReport {
   std::vector<Row> layers;           // candidate order (topological)
   int64_t layers_missing = 0;        // candidate values with an ONNX name the golden lacks
   std::optional<size_t> first_divergent;  // index into layers
+  std::optional<DivergenceSpan> divergence_span;  // --candidate DIR: set when uncompared nodes precede it
   std::vector<RangeRow> range_rows;
   std::vector<std::string> fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow;  // tensor names
   // Candidate tensors (any, layerwise or not) that hold NaN/Inf where the golden is finite, in order.

@@ -72,6 +72,18 @@ std::pair<int64_t, int64_t> count_nonfinite(const Tensor& t) {
   return {nan, inf};
 }
 
+const ir::Node& described_node(const ir::Node& n) {
+  const ir::Node* desc = &n;
+  for (int hops = 0; desc && desc->provenance.empty() && hops < 8 && !desc->inputs.empty() && desc->inputs[0]; ++hops)
+    desc = desc->inputs[0]->producer;
+  return desc && !desc->provenance.empty() ? *desc : n;
+}
+
+std::string onnx_node_of(const ir::Node& n) {
+  const ir::Node& d = described_node(n);
+  return d.provenance.empty() ? d.name : d.provenance.back();
+}
+
 Result<CapturedRun> run_capturing(runtime::ModelSession& runner, const std::map<std::string, RtValue>& feeds, bool keep_tensors) {
   CapturedRun run;
   FERRY_ASSIGN_OR_RETURN(size_t which, runner.pick_session(feeds));
@@ -88,13 +100,7 @@ Result<CapturedRun> run_capturing(runtime::ModelSession& runner, const std::map<
       const ir::Value* v = node.outputs[k];
       if (!v || v->onnx_name.empty() || !outs[k].is_tensor()) continue;
       const Tensor& t = outs[k].tensor;
-      // A node a pass inserted (the precision pass's RoundFloat) has no provenance: the row describes the
-      // node upstream that computed the value, through first inputs.
-      const ir::Node* desc = &node;
-      for (int hops = 0; desc && desc->provenance.empty() && hops < 8 && !desc->inputs.empty() && desc->inputs[0];
-           ++hops)
-        desc = desc->inputs[0]->producer;
-      if (!desc || desc->provenance.empty()) desc = &node;
+      const ir::Node* desc = &described_node(node);
       std::string op = desc->domain.empty() ? desc->op_type : desc->domain + "." + desc->op_type;
       if (desc != &node) op += " (+" + (node.domain.empty() ? node.op_type : node.domain + "." + node.op_type) + ")";
       run.order.push_back({v->onnx_name, desc->name, op, desc->provenance, v});

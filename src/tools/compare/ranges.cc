@@ -114,7 +114,10 @@ void advise(CompareReport& r) {
                                      "{} have an error of their own",
                                      inherited, own));
     }
-    if (!outputs_pass)
+    if (!outputs_pass && r.divergence_span)  // the candidate lacks the tensors that would tell these nodes apart
+      add("accumulated", "accumulated error: " + describe_span(*r.divergence_span) +
+                             "; the error reaches the outputs: start with these nodes, not only the last");
+    else if (!outputs_pass)
       add("accumulated", "accumulated error: the first divergent node is '" + node +
                              "' (topological order) and the error reaches the outputs; start there");
     else

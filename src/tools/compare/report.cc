@@ -6,6 +6,7 @@
 
 #include "core/shape.h"
 #include "tools/compare/compare.h"
+#include "tools/compare/compare_internal.h"
 
 namespace ferry::tools::compare {
 
@@ -95,12 +96,26 @@ nlohmann::json report_to_json(const CompareReport& r) {
   j["layers"] = nlohmann::json::array();
   for (const Row& l : r.layers) j["layers"].push_back(row_json(l));
   j["layers_missing"] = r.layers_missing;
+  j["first_divergent_span"] = nullptr;
   if (r.first_divergent) {
     const Row& fd = r.layers[*r.first_divergent];
     j["first_divergent_node"] = fd.onnx_node.empty() ? fd.tensor : fd.onnx_node;
     j["first_divergent_tensor"] = fd.tensor;
-    // A fused candidate node covers several ONNX nodes; any of them may hold the fault.
-    j["first_divergent_provenance"] = fd.provenance.empty() ? std::vector<std::string>{fd.onnx_node} : fd.provenance;
+    // A fused candidate node covers several ONNX nodes; any of them may hold the fault. So does every node of
+    // a span the candidate has no tensors for.
+    j["first_divergent_provenance"] = r.divergence_span ? r.divergence_span->nodes
+                                      : fd.provenance.empty() ? std::vector<std::string>{fd.onnx_node}
+                                                              : fd.provenance;
+    if (const auto& s = r.divergence_span) {
+      auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+      nlohmann::json lacked = nlohmann::json::array();
+      for (const auto& [node, tensor] : s->lacked) lacked.push_back({{"node", node}, {"tensor", tensor}});
+      j["first_divergent_span"] = {{"last_match_node", or_null(s->last_match)},
+                                   {"last_match_tensor", or_null(s->last_match_tensor)},
+                                   {"nodes", s->nodes},
+                                   {"lacked", lacked},
+                                   {"message", describe_span(*s)}};
+    }
   } else {
     j["first_divergent_provenance"] = nlohmann::json::array();
     j["first_divergent_node"] = nullptr;
@@ -174,8 +189,8 @@ std::string format_report(const CompareReport& r) {
   o << "outputs:\n";
   for (const Row& x : r.outputs) {
     o << fmt::format("  {} {}{}: ", x.tensor, x.dtype, dims_to_string(x.shape));
-    if (!x.metrics) {
-      o << "not compared (" << x.note << ")\n";
+    if (!x.metrics) {  // an output that could not be measured (shapes differ, no golden) fails
+      o << "FAIL (" << x.note << ")\n";
       continue;
     }
     const Metrics& m = *x.metrics;
@@ -218,7 +233,10 @@ std::string format_report(const CompareReport& r) {
         o << fmt::format("  NaN {} Inf {}", l.metrics->candidate_nan, l.metrics->candidate_inf);
       o << "\n";
     }
-    if (r.first_divergent) {
+    if (r.divergence_span) {
+      o << describe_span(*r.divergence_span) << " (first divergent tensor '" << r.layers[*r.first_divergent].tensor
+        << "')\n";
+    } else if (r.first_divergent) {
       const Row& fd = r.layers[*r.first_divergent];
       o << "first divergent node: '" << (fd.onnx_node.empty() ? fd.tensor : fd.onnx_node) << "' (tensor '" << fd.tensor
         << "'";
