@@ -7,4 +7,11 @@ cd "$root"
 bash scripts/setup.sh
 bash scripts/build.sh
 cd build
+if [ "$#" -eq 0 ]; then
+  # The AVX2 kernel paths on any machine: oneDNN capped at AVX2 (its kernels, and ferry's choices that
+  # follow oneDNN's ISA: the own packed GEMM instead of MKL/brgemm, no nChw16c 1x1 rule). Unit and CLI
+  # tests only; the conformance suite and the model tests run once, below, at the machine's own ISA.
+  echo "test.sh: unit and CLI tests with ONEDNN_MAX_CPU_ISA=AVX2"
+  ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -j"${FERRY_TEST_JOBS:-2}" -E "^(conformance|models?_)"
+fi
 ctest --output-on-failure -j"${FERRY_TEST_JOBS:-2}" "$@"

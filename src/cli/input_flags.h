@@ -53,6 +53,9 @@ inline Result<tools::InputOptions> input_options(const InputFlags& f) {
     if (!opts.shapes.emplace(parsed.first, parsed.second).second)
       return Status::invalid("--shape " + parsed.first + " is given twice");
   }
+  // A file fixes its input's shape as --shape would: the model is prepared for it (shape chains fold,
+  // placement counts what runs), whichever command reads the file.
+  FERRY_RETURN_IF_ERROR(tools::add_file_shapes(opts));
   return opts;
 }
 

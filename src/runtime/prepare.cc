@@ -11,9 +11,9 @@ Status check_fixed_shape(const ir::Graph& g, const std::string& name, const std:
   if (!decl || !decl->is_graph_input || decl->is_constant()) {
     std::string names;
     for (const ir::Value* v : g.inputs)
-      if (!v->is_constant()) names += (names.empty() ? "" : ", ") + v->name;
-    return Status::invalid("a shape is given for unknown input '" + name + "'; the model's inputs are: " +
-                           (names.empty() ? "(none)" : names));
+      if (!v->is_constant()) names += (names.empty() ? "'" : ", '") + v->name + "'";
+    return Status::invalid("'" + name + "' (given a shape, or a file with --input) is not a model input; the model's "
+                           "inputs are: " + (names.empty() ? "(none)" : names));
   }
   for (int64_t d : dims)
     if (d < 0) return Status::invalid("the shape given for input '" + name + "' has a negative dimension");

@@ -113,7 +113,7 @@ struct BenchOptions {
   int opt_level = 2;
   passes::PrecisionOptions precision;  // fp16 runs are emulated: the report says so
   std::string target;                  // runtime::SessionOptions::target
-  bool precision_given = true;
+  bool precision_given = false;         // --precision was given (else the target's default applies)
   backends::CpuOptions cpu;            // the cpu backend's kernel choices
   bool allow_newer_opset = false;      // runtime::SessionOptions::allow_newer_opset
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.

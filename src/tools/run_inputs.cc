@@ -92,6 +92,15 @@ bool is_regular_file(const std::string& p) {
 
 }  // namespace
 
+Status add_file_shapes(InputOptions& opts) {
+  for (const auto& [name, file] : opts.files) {
+    if (opts.shapes.count(name)) continue;
+    FERRY_ASSIGN_OR_RETURN(Tensor t, read_npy(file));
+    opts.shapes[name] = t.dims();
+  }
+  return Status();
+}
+
 Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg, const std::string& flag) {
   // NAME=DIMS, or NAME:DIMS (ATC's and trtexec's form); dims hold neither, names may.
   size_t eq = arg.rfind('=');

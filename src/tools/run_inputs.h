@@ -37,6 +37,10 @@ struct PreparedInput {
 
 // "NAME=1,3,224,224" -> (NAME, dims). Splits at the last '=' (dims never contain one), so input names
 // with '=' still work. "NAME=" is a scalar. Errors name the argument.
+// Adds the shape of every --input .npy file to opts.shapes (an input with a --shape keeps it; a file that
+// disagrees is reported by prepare_inputs). Errors name the file.
+Status add_file_shapes(InputOptions& opts);
+
 Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_arg(const std::string& arg,
                                                                     const std::string& flag = "--shape");
 // "NAME=FILE" -> (NAME, FILE). Splits at the first '=' (paths are likelier to hold one than names).

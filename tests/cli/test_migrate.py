@@ -1,6 +1,6 @@
 """`ferry migrate` end to end on tiny models for --target ascend310p (fp16, emulated):
 
-- A Unique after an fp16-rounded Mul: values distinct in fp32 collide in fp16, so the candidate's output is
+- A Unique (on the host, fp32) after an fp16 Mul on the device: values distinct in fp32 collide in fp16, so the candidate's output is
   shorter than the golden's. That is a comparison result (a MISS naming the shapes), not an error: the run
   completes, writes report.json / report.html and exits 3 (accuracy below threshold), never with an
   "internal error".
@@ -43,7 +43,7 @@ uniq = save(model([helper.make_node("Mul", ["x", "one"], ["scaled"], name="Mul_0
                    helper.make_node("Unique", ["scaled"], ["u"], name="Unique_0", sorted=1),
                    helper.make_node("Relu", ["x"], ["y"], name="Relu_0")],
                   [vi("x", F, [5])], [vi("y", F, [5]), vi("u", F, None)],
-                  [numpy_helper.from_array(np.array([1.0], dtype=np.float32), "one")]),
+                  [numpy_helper.from_array(np.array([3.0], dtype=np.float32), "one")]),
             os.path.join(tmp, "unique.onnx"))
 rc, out, err, rep, outdir = migrate("unique", uniq, "--input", "x=" + os.path.join(tmp, "x.npy"))
 detail = "rc=%d\nstdout: %s\nstderr: %s" % (rc, out[-2000:], err[-2000:])
