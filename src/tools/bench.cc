@@ -31,12 +31,6 @@ namespace {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // "1,3,224,224", as --shape takes it.
-std::string dims_list(const std::vector<int64_t>& d) {
-  std::string out;
-  for (size_t i = 0; i < d.size(); ++i) out += (i ? "," : "") + std::to_string(d[i]);
-  return out;
-}
-
 std::string declared(const ir::Value& v) {
   return std::string(dtype_name(v.dtype)) + (v.shape ? shape_to_string(*v.shape) : std::string("[?]"));
 }
@@ -259,11 +253,9 @@ Result<std::pair<std::map<std::string, std::vector<int64_t>>, int64_t>> resolve_
     }
     for (size_t i = 1; i < dims.size(); ++i)
       if (dims[i] < 0) {
-        std::vector<int64_t> hint = dims;
-        for (int64_t& d : hint) d = d < 0 ? 1 : d;
         return Status::invalid("input '" + v->name + "' (" + declared(*v) + ") has dynamic dimension " +
-                               std::to_string(i) + " besides the batch; pass its size with --shape " + v->name +
-                               "=" + dims_list(hint));
+                               std::to_string(i) + " besides the batch; pass its size with --shape " +
+                               shape_argument(*v, dims));
       }
     out[v->name] = dims;
   }

@@ -1,4 +1,5 @@
 #include "tools/inspect.h"
+#include "tools/run_inputs.h"
 #include "runtime/model_session.h"
 
 #include <set>
@@ -192,14 +193,7 @@ ModelSummary summarize_model(const ir::Model& model) {
     if (v->is_constant()) continue;
     s.inputs.push_back(decl_of(*v));
     if (v->shape && !is_static(*v->shape)) {
-      // The --shape argument to give, dynamic dims as <symbol> (or <dN> when unnamed) for the user to fill in.
-      std::string dims;
-      for (size_t i = 0; i < v->shape->size(); ++i) {
-        const Dim& d = (*v->shape)[i];
-        dims += (i ? "," : "") + (d.is_static() ? std::to_string(d.value)
-                                                : "<" + (d.symbol.empty() ? "d" + std::to_string(i) : d.symbol) + ">");
-      }
-      s.dynamic_inputs.emplace_back(v->name, v->name + "=" + dims);
+      s.dynamic_inputs.emplace_back(v->name, shape_argument(*v));
     }
   }
   s.opset_warning = frontend::newer_opset_note(model);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "frontend/onnx/import.h"
 #include "passes/precision.h"
 #include "runtime/executor.h"
 #include "targets/target.h"
@@ -125,6 +126,7 @@ Status migrate_stages(const MigrateOptions& o, MigrateResult& res) {
   }
   InputOptions from_dir;
   from_dir.inputs_path = inputs_dir;
+  from_dir.shapes = shapes;  // every stage prepares the model for these shapes (bench's baseline too)
   std::string shape_flags;
   for (const auto& [n, d] : shapes) {
     std::string dims;
@@ -337,6 +339,9 @@ Status migrate_stages(const MigrateOptions& o, MigrateResult& res) {
 Result<MigrateResult> run_migrate(const MigrateOptions& o) {
   MigrateResult res;
   Status st;
+  // Every stage opens the model: it is read and imported once, the other stages get copies.
+  frontend::ImportCache import_cache;
+  const int64_t imports_before = frontend::onnx_files_imported();
   try {
     st = migrate_stages(o, res);
   } catch (const std::exception& e) {
@@ -353,6 +358,7 @@ Result<MigrateResult> run_migrate(const MigrateOptions& o) {
     skip_remaining(res, running);
   }
   if (!res.failure.ok()) res.verdict = "failed";  // whatever the stages that ran found
+  res.report["model_imports"] = frontend::onnx_files_imported() - imports_before;
   FERRY_RETURN_IF_ERROR(write_migrate_report(res, o.outdir));
   return res;
 }

@@ -50,18 +50,26 @@ std::string input_names(const ir::Graph& g) {
   return out.empty() ? "(none)" : out;
 }
 
-// "--shape x=1,3" example for an input, with 1 for each dynamic dim.
-std::string shape_hint(const ir::Value& v) {
+// "--shape x=<batch>,3" for an input, its dynamic dims named for the user to fill in.
+std::string shape_hint(const ir::Value& v) { return "--shape " + shape_argument(v); }
+
+}  // namespace
+
+std::string shape_argument(const ir::Value& v, const std::vector<int64_t>& known) {
+  if (!v.shape) return v.name + "=<dims>";
   std::string dims;
-  if (v.shape)
-    for (size_t i = 0; i < v.shape->size(); ++i) {
-      const Dim& d = (*v.shape)[i];
-      dims += (i ? "," : "") + (d.is_static() ? std::to_string(d.value) : std::string("1"));
-    }
-  else
-    dims = "1,3,224,224";
-  return "--shape " + v.name + "=" + dims;
+  for (size_t i = 0; i < v.shape->size(); ++i) {
+    const Dim& d = (*v.shape)[i];
+    std::string text;
+    if (d.is_static()) text = std::to_string(d.value);
+    else if (i < known.size() && known[i] >= 0) text = std::to_string(known[i]);
+    else text = "<" + (d.symbol.empty() ? "d" + std::to_string(i) : d.symbol) + ">";
+    dims += (i ? "," : "") + text;
+  }
+  return v.name + "=" + dims;
 }
+
+namespace {
 
 // Checks a --shape against the declared shape (rank and static dims), naming both.
 Status check_against_declared(const ir::Value& v, const std::vector<int64_t>& dims) {

@@ -37,6 +37,10 @@ struct PreparedInput {
 
 // "NAME=1,3,224,224" -> (NAME, dims). Splits at the last '=' (dims never contain one), so input names
 // with '=' still work. "NAME=" is a scalar. Errors name the argument.
+// "x=1,3,<height>,<width>": the --shape argument for an input, each dynamic dim given by `known` (>= 0)
+// or named for the user to fill in (<symbol>, or <dN> when unnamed). Hints and inspect print it.
+std::string shape_argument(const ir::Value& v, const std::vector<int64_t>& known = {});
+
 // Adds the shape of every --input .npy file to opts.shapes (an input with a --shape keeps it; a file that
 // disagrees is reported by prepare_inputs). Errors name the file.
 Status add_file_shapes(InputOptions& opts);

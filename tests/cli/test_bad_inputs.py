@@ -143,7 +143,7 @@ expect_error("corrupt .npz", ["run", good, "--inputs", path("in", "bad.npz")], "
 # --- dynamic and absurd dimensions ------------------------------------------------------------------
 dyn = save(model([helper.make_node("Identity", ["x"], ["y"], name="id")],
                  [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])]), path("dynamic.onnx"))
-expect_error("dynamic dim without --shape", ["run", dyn], "--shape x=1,4")
+expect_error("dynamic dim without --shape", ["run", dyn], "--shape x=<batch>,4")
 expect_error("absurd dim via --shape (2^40)", ["run", dyn, "--shape", "x=%d,4" % (1 << 40)], "'x'")
 expect_error("overflowing dims via --shape", ["run", dyn, "--shape", "x=99999999999999999999,4"], "not a dimension")
 p = save(model([helper.make_node("Identity", ["x"], ["y"], name="id")],

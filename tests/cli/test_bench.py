@@ -115,7 +115,7 @@ check("bench fixed model: exit 0 with its own batch", rc == 0 and "\n      2 " i
 expect_error("bench --batch on a fixed batch dim", ["bench", fixed, "--batch", "4", "--iterations", "1"],
              "'x'", "fixed batch", "--batch 4")
 # A second dynamic dim needs --shape; with it, dim 0 still follows --batch.
-expect_error("bench: dynamic dim besides the batch", ["bench", seq, "--iterations", "1"], "'x'", "--shape x=1,1")
+expect_error("bench: dynamic dim besides the batch", ["bench", seq, "--iterations", "1"], "'x'", "--shape x=1,<seq>")
 js = os.path.join(tmp, "seq.json")
 rc, out, err = u.ferry("bench", seq, "--shape", "x=1,7", "--batch", "2", "--iterations", "1", "--json", js)
 check("bench --shape + --batch", rc == 0 and json.load(open(js))["results"][0]["input_shapes"] == {"x": [2, 7]},

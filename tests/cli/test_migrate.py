@@ -49,6 +49,7 @@ rc, out, err, rep, outdir = migrate("unique", uniq, "--input", "x=" + os.path.jo
 detail = "rc=%d\nstdout: %s\nstderr: %s" % (rc, out[-2000:], err[-2000:])
 check("unique: no internal error", "internal error" not in err and "json.exception" not in err, detail)
 check("unique: accuracy below threshold (exit 3)", rc == 3, detail)
+check("unique: the model file is read and imported once", (rep or {}).get("model_imports") == 1, (rep or {}).get("model_imports"))
 check("unique: report.json and report.html written",
       rep is not None and os.path.exists(os.path.join(outdir, "report.html")), detail)
 cmp_stage = stage(rep, "compare")

@@ -56,6 +56,9 @@ def main():
                 continue
             rep = json.load(open(os.path.join(out, "report.json")))
             check(tag + ": schema", rep.get("schema") == "ferry.migrate/1", rep.get("schema"))
+            # Every stage opens the model; ferry reads and imports the file once (the others get copies).
+            check(tag + ": the model file is read and imported once", rep.get("model_imports") == 1,
+                  rep.get("model_imports"))
             check(tag + ": every stage in the report", [s["name"] for s in rep["stages"]] == list(STAGES), rep["stages"])
             check(tag + ": no stage failed", all(s["status"] != "failed" for s in rep["stages"]), rep["stages"])
             check(tag + ": compare has layer rows", len(rep["compare"]["layers"]) > 3, len(rep["compare"]["layers"]))

@@ -2,6 +2,7 @@
 // emit nodes out of order), every node gets its ONNX name as provenance, and all unsupported ops of the
 // model (subgraphs included) are reported in ONE error.
 #include "frontend/onnx/import.h"
+#include "frontend/onnx/import_cache.h"
 
 #include <sys/stat.h>
 
@@ -355,13 +356,17 @@ Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const Impo
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::io("cannot open model '" + path + "'");
   if (stt.st_size == 0) return Status::invalid(path + ": the file is empty");
+  const std::string cache_key = import_cache_key(path, stt);
+  if (std::unique_ptr<ir::Model> copy = cached_import(cache_key, opts)) return copy;
   std::string base = fs::path(path).parent_path().string();
   if (base.empty()) base = ".";
   // Parsed from the stream, not from a copy of the file in memory: a 300 MB model costs 300 MB once.
   onnx::ModelProto mp;
   if (!mp.ParseFromIstream(&f))
     return Status::invalid(path + ": not a valid ONNX model (the protobuf does not parse: truncated or not an ONNX file)");
-  return import_model(mp, base, path, opts);
+  auto model = import_model(mp, base, path, opts);
+  if (model.ok()) remember_import(cache_key, opts, **model);
+  return model;
 }
 
 }  // namespace ferry::frontend

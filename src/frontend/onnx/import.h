@@ -29,6 +29,21 @@ std::string newer_opset_note(const ir::Model& model);
 
 // Loads MODEL.onnx (external data resolved only inside the model's folder) into IR, runs inference.
 Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const ImportOptions& opts = {});
+
+// While an ImportCache lives (a command whose stages each need the same model: migrate), load_onnx of a
+// file it already imported (same path, size, modification time and options) returns a copy of that
+// import (ir::Model::clone: constant buffers shared) instead of reading and importing the file again.
+// Scoped, so a long-lived library user never pins models it is done with.
+class ImportCache {
+ public:
+  ImportCache();
+  ~ImportCache();
+  ImportCache(const ImportCache&) = delete;
+  ImportCache& operator=(const ImportCache&) = delete;
+};
+// How many times load_onnx read and imported a file in this process (copies from an ImportCache not
+// counted): what `migrate` reports, and what its test checks.
+int64_t onnx_files_imported();
 // Same from bytes already in memory; `base_dir` is where external data may live ("" forbids it).
 Result<std::unique_ptr<ir::Model>> load_onnx_bytes(const std::string& bytes, const std::string& base_dir,
                                                    const std::string& label, const ImportOptions& opts = {});

@@ -86,7 +86,7 @@ TEST(Bench, ResolveBatchShapes) {
   auto g = graph();
   auto missing = resolve_batch_shapes(*g, {}, 4);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("--shape x=4,3,1"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("--shape x=4,3,<d2>"), std::string::npos) << missing.status().message();
   auto r = resolve_batch_shapes(*g, {{"x", {1, 3, 5}}, {"ids", {2, 128}}}, 8);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->second, 8);
