@@ -81,6 +81,30 @@ Status place_on_target(ir::Model& model, const targets::Target& t, passes::Preci
   return Status();
 }
 
+// "images=1,3,300,300 and mask=1,300": the shapes a failure may come from.
+std::string shapes_text(const PrepareOptions& opts) {
+  std::string s;
+  for (const auto& [name, dims] : opts.input_shapes) {
+    std::string d;
+    for (int64_t x : dims) d += (d.empty() ? "" : ",") + std::to_string(x);
+    s += (s.empty() ? "" : " and ") + name + "=" + d;
+  }
+  if (opts.batch > 0) s += (s.empty() ? "" : " and ") + std::string("batch ") + std::to_string(opts.batch);
+  return s;
+}
+
+// A pass that fails once shapes are fixed (a Concat whose inputs no longer agree) is about the shapes the
+// user gave, not about an internal node: say which input shapes the model cannot take.
+Status optimize_step(ir::Model& model, const passes::OptimizeOptions& po, const PrepareOptions& opts,
+                     std::vector<passes::PassReport>* reports) {
+  Status st = passes::optimize(model, po, reports);
+  if (st.ok()) return st;
+  const std::string shapes = shapes_text(opts);
+  if (!shapes.empty())
+    return st.with_context("the model cannot take the input shape(s) " + shapes + " (check the dims it allows)");
+  return st.with_context("while optimizing " + model.source_path);
+}
+
 }  // namespace
 
 Status prepare(ir::Model& model, const PrepareOptions& opts, PrepareReport* report) {
@@ -107,15 +131,13 @@ Status prepare(ir::Model& model, const PrepareOptions& opts, PrepareReport* repo
     if (opts.opt_level >= 1) {
       passes::OptimizeOptions cleanup;
       cleanup.opt_level = 1;
-      Status st = passes::optimize(model, cleanup, &rep.passes);
-      if (!st.ok()) return st.with_context("while optimizing " + label);
+      FERRY_RETURN_IF_ERROR(optimize_step(model, cleanup, opts, &rep.passes));
     }
     FERRY_RETURN_IF_ERROR(place_on_target(model, t, precision, rep));
   }
-  Status st = passes::optimize(model, po, &rep.passes);
-  if (!st.ok()) return st.with_context("while optimizing " + label);
+  FERRY_RETURN_IF_ERROR(optimize_step(model, po, opts, &rep.passes));
   // Also at fp32: reading the keep list / mixlist reports a bad file even when it would change nothing.
-  st = passes::apply_precision(model, precision, &rep.precision);
+  Status st = passes::apply_precision(model, precision, &rep.precision);
   if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(precision.mode));
   return Status();
 }

@@ -1,5 +1,7 @@
 #include "tools/inspect_plan.h"
 
+#include "runtime/model_session.h"
+
 #include <algorithm>
 #include <set>
 
@@ -100,7 +102,9 @@ ModelPlan describe_plan(const runtime::Session& session) {
 }
 
 Result<ModelPlan> plan_model(const std::string& path, const runtime::SessionOptions& options) {
-  FERRY_ASSIGN_OR_RETURN(auto session, runtime::Session::load(path, options));
+  // .onnx or .ferry (its graph as compiled; a geared file shows its first gear).
+  FERRY_ASSIGN_OR_RETURN(auto opened, runtime::ModelSession::open(path, options));
+  runtime::Session* session = &opened->session(0);
   std::string why;
   InputOptions io;
   for (const auto& [name, dims] : options.input_shapes) io.shapes[name] = dims;

@@ -160,4 +160,27 @@ for flag, arg in (("--shape", "x=2,3,16,16"), ("--input-shape", "x=2,3,16,16"), 
     rc, out, err = u.ferry("compile", cnn_src, "-o", os.path.join(tmp, "ok.ferry"), flag, arg)
     check("compile %s %s" % (flag, arg), rc == 0, err)
 
+# inspect --plan takes a .ferry file (its graph as compiled).
+rc, out, err = u.ferry("inspect", "--plan", os.path.join(tmp, "cnn.ferry"))
+check("inspect --plan X.ferry", rc == 0 and "plan: " in out and "not a valid ONNX" not in err, (rc, out[:300], err))
+
+# A shape the model cannot take is reported as that, not only as the internal node that failed.
+cat = save(model([helper.make_node("Concat", ["x", "c"], ["y"], name="concat", axis=1)],
+                 [vi("x", F, [1, 3, "h", "w"])], [vi("y", F, [1, 6, "h", "w"])],
+                 [numpy_helper.from_array(np.zeros([1, 3, 20, 20], np.float32), "c")]), os.path.join(tmp, "cat.onnx"))
+u.expect_error("compile with a shape the model cannot take", ["compile", cat, "-o", os.path.join(tmp, "cat.ferry"),
+                                                                "--shape", "x=1,3,19,19"],
+               "cannot take the input shape(s) x=1,3,19,19")
+u.expect_error("run with a shape the model cannot take", ["run", cat, "--shape", "x=1,3,19,19"], "x=1,3,19,19")
+
+# An input file fixes its input's dynamic dims for bench as for run (no --shape needed).
+wide = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [1, "width"])],
+                  [vi("y", F, [1, "width"])]), os.path.join(tmp, "wide.onnx"))
+xw = os.path.join(tmp, "xw.npy")
+np.save(xw, np.ones([1, 320], np.float32))
+rc, out, err = u.ferry("bench", wide, "--input", "x=" + xw, "--iterations", "2", "--warmup", "0")
+check("bench --input FILE fixes a dynamic width", rc == 0, (rc, err))
+u.expect_error("bench without the file names the dim to give", ["bench", wide, "--iterations", "1"],
+               "--shape x=1,<width>")
+
 u.finish()
