@@ -4,6 +4,7 @@
 // input through); its row says so and it counts as on the device, since nothing of it runs.
 #include "tools/check.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "runtime/prepare.h"
 #include "targets/partition.h"
 #include "runtime/model_session.h"
+#include "tools/run_inputs.h"
 
 namespace ferry::tools {
 
@@ -23,7 +25,15 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
   return out;
 }
 
-// What the target needs for an input with dynamic dims.
+// "dim 2 (height), dim 3 (width)": an input's dynamic dims by position and name.
+std::string dynamic_dims_text(const Shape& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!s[i].is_static()) out.push_back("dim " + std::to_string(i) + (s[i].symbol.empty() ? "" : " (" + s[i].symbol + ")"));
+  return join(out);
+}
+
+// What the target needs for an input with dynamic dims, with the flags written for those dims.
 std::string mode_advice(const targets::Target& t, const ir::Value* v) {
   const Shape& s = *v->shape;
   std::vector<int> dyn;
@@ -31,12 +41,45 @@ std::string mode_advice(const targets::Target& t, const ir::Value* v) {
     if (!s[i].is_static()) dyn.push_back(static_cast<int>(i));
   if (t.allows_dynamic("any")) return t.name + " runs dynamic dims as they are";
   std::vector<std::string> ways;
-  if (t.allows_dynamic("gears"))
-    ways.push_back(dyn.size() == 1 && dyn[0] == 0 ? "gears (compile --dynamic-batch 1,2,4,8)"
-                                                  : "gears (compile --dynamic-dims \"...;...\")");
-  if (t.allows_dynamic("ranges")) ways.push_back("ranges (--input-shape " + v->name + ":1~8,...)");
-  ways.push_back("a fixed shape (--input-shape " + v->name + ":" + "...)");
+  if (t.allows_dynamic("gears")) {
+    if (dyn.size() == 1 && dyn[0] == 0) {
+      ways.push_back("gears (compile --dynamic-batch 1,2,4,8)");
+    } else {
+      std::string names;
+      for (int i : dyn) names += (names.empty() ? "" : ",") + ("<" + (s[i].symbol.empty() ? "d" + std::to_string(i) : s[i].symbol) + ">");
+      ways.push_back("gears (compile --dynamic-dims \"" + names + ";...\", one value per dynamic dim in each gear)");
+    }
+  }
+  if (t.allows_dynamic("ranges")) {
+    std::string dims;
+    for (size_t i = 0; i < s.size(); ++i)
+      dims += (i ? "," : "") + (s[i].is_static() ? std::to_string(s[i].value) : std::string("<min>~<max>"));
+    ways.push_back("ranges (--input-shape " + v->name + ":" + dims + ")");
+  }
+  ways.push_back("a fixed shape (--shape " + shape_argument(*v) + ")");
   return t.name + " needs " + join(ways, " or ");
+}
+
+// Nodes that compute with shapes of inputs whose dims are unknown: they read a Shape/Size output, or a
+// value computed only from such outputs and constants. With the dims fixed they fold away or get
+// constant inputs, so their placement here is not the one a fixed shape gets.
+std::vector<const ir::Node*> shape_dependent_nodes(const ir::Graph& g) {
+  std::set<const ir::Value*> from_shape;
+  std::vector<const ir::Node*> out;
+  for (const auto& n : g.nodes) {
+    bool reads = false, only_shapes = true;
+    for (const ir::Value* v : n->inputs) {
+      if (!v || v->is_constant()) continue;
+      if (from_shape.count(v)) reads = true;
+      else only_shapes = false;
+    }
+    const bool shape_op = n->domain.empty() && (n->op_type == "Shape" || n->op_type == "Size");
+    if (reads) out.push_back(n.get());
+    if (shape_op || (reads && only_shapes))
+      for (const ir::Value* v : n->outputs)
+        if (v) from_shape.insert(v);
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,18 +109,25 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
   if (std::string newer = frontend::newer_opset_note(*original); !newer.empty())
     rep.findings.push_back(newer + "; results may be wrong");
 
-  // Shapes: the ones given, then dynamic dims as 1 (said in the findings).
+  // Shapes: the ones given. An input whose only dynamic dim is the batch is analysed at batch 1, as
+  // every batch gear fixes it; other dims not given stay unknown (a guess such as 1 would break spatial
+  // shape computations), and the findings say what they block.
   std::map<std::string, std::vector<int64_t>> shapes = opts.input_shapes;
   std::vector<std::string> dynamic_inputs;
   for (const ir::Value* v : original->graph->inputs) {
     if (v->is_constant()) continue;
     if (!shapes.count(v->name) && v->shape && !is_static(*v->shape)) {
       dynamic_inputs.push_back(v->name);
-      rep.findings.push_back("input '" + v->name + "' has dynamic dims " + shape_to_string(*v->shape) + ": " +
-                             mode_advice(target, v) + "; analysed with the dynamic dims as 1");
-      std::vector<int64_t> dims;
-      for (const Dim& d : *v->shape) dims.push_back(d.is_static() ? d.value : 1);
-      shapes[v->name] = dims;
+      const Shape& s = *v->shape;
+      bool batch_only = !s[0].is_static();
+      for (size_t i = 1; i < s.size(); ++i) batch_only = batch_only && s[i].is_static();
+      rep.findings.push_back("input '" + v->name + "' " + shape_to_string(s) + " has unknown " + dynamic_dims_text(s) +
+                             ": " + mode_advice(target, v) + (batch_only ? "; analysed at batch 1" : ""));
+      if (batch_only) {
+        std::vector<int64_t> dims{1};
+        for (size_t i = 1; i < s.size(); ++i) dims.push_back(s[i].value);
+        shapes[v->name] = dims;
+      }
     }
   }
   for (const auto& [name, dims] : opts.input_shapes) {
@@ -118,6 +168,23 @@ Result<CheckReport> check_model(const std::string& path, const CheckOptions& opt
         dd_nodes.push_back(n->label());
         break;
       }
+  }
+  if (dynamic_inputs.size() > static_cast<size_t>(std::count_if(dynamic_inputs.begin(), dynamic_inputs.end(),
+                                                                 [&](const std::string& n) { return shapes.count(n) > 0; }))) {
+    // What the unknown dims block: shape computations that fold once they are fixed.
+    std::vector<std::string> host_names;
+    const auto blocked = shape_dependent_nodes(g);
+    for (const ir::Node* n : blocked)
+      if (auto it = by_name.find(n->name); it != by_name.end() && (it->second.placement == targets::Placement::kHost ||
+                                                                   it->second.placement == targets::Placement::kUnsupported))
+        host_names.push_back(n->label());
+    if (!blocked.empty())
+      rep.findings.push_back(
+          std::to_string(blocked.size()) + " node(s) compute with the unknown dims (Shape/Size chains) and would fold or "
+          "get constant inputs once they are fixed" +
+          (host_names.empty() ? "" : "; " + std::to_string(host_names.size()) + " of them are host fallbacks here (" +
+                                         join(host_names) + ")") +
+          ": pass --shape to analyse the shapes you will run");
   }
   for (const auto& n : original->graph->nodes) {
     CheckRow row{n->name, n->op_type, n->domain, n->opset, targets::Placement::kDevice, "", ""};

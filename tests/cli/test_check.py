@@ -149,4 +149,26 @@ check("opset 99: checked, with a finding that results may be wrong",
                               for f in rep["findings"]), (rc, err, rep and rep["findings"]))
 rc, out, err = u.ferry("check", "--help")
 check("check --help mentions emulated targets and exit 3", rc == 0 and "emulated" in out and "3" in out, out)
+# --- dynamic H/W without --shape: the unknown dims are named, the advice is on those dims (not the
+# static batch), and what they block is said instead of analysing them as 1.
+nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Shape", ["x"], ["sh"], name="shape"),
+         helper.make_node("Slice", ["sh", "s0", "s1"], ["hw"], name="hw"),
+         helper.make_node("Concat", ["lead", "hw"], ["newshape"], name="cat", axis=0),
+         helper.make_node("Reshape", ["r", "newshape"], ["y"], name="reshape")]
+inits = [numpy_helper.from_array(np.array([2], np.int64), "s0"), numpy_helper.from_array(np.array([4], np.int64), "s1"),
+         numpy_helper.from_array(np.array([3, 1], np.int64), "lead")]
+hw = save(model(nodes, [vi("x", F, [1, 3, "height", "width"])], [vi("y", F, None)], inits, opset=17),
+          os.path.join(tmp, "hw.onnx"))
+rc, out, err, rep = check_json(hw, "ascend310p")
+finding = " ".join(rep["findings"]) if rep else ""
+check("dynamic H/W: the unknown dims are named", "unknown dim 2 (height), dim 3 (width)" in finding, finding)
+check("dynamic H/W: ranges on those dims, not the batch", "x:1,3,<min>~<max>,<min>~<max>" in finding, finding)
+check("dynamic H/W: the --shape to give", "--shape x=1,3,<height>,<width>" in finding, finding)
+check("dynamic H/W: what the unknown dims block (the Reshape on the host here)",
+      "compute with the unknown dims" in finding and "Reshape 'reshape'" in finding, finding)
+rc, out, err, rep = check_json(hw, "ascend310p", "--shape", "x=1,3,32,32")
+check("dynamic H/W with --shape: the Reshape runs on the device",
+      rep is not None and rows(rep)["reshape"]["placement"] == "device", rep and rows(rep)["reshape"])
+
 u.finish()
