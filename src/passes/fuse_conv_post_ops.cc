@@ -44,8 +44,9 @@ Result<int> fuse_conv_post_ops(ir::Graph& g, const PassContext&) {
       // Bias Add right after the conv.
       if (uses.single_use(cur) && uses.users(cur).size() == 1) {
         ir::Node* add = uses.users(cur)[0];
-        if (add->op_type == "Add" && add->domain.empty() && add->num_outputs() == 1 && add->outputs[0] &&
-            same_shape(add->outputs[0], cur)) {
+        // A per-channel constant broadcasts to Y's own shape (its dims are 1 or Y's channel count), so
+        // the Add's output is Y's shape whatever the spatial dims: no shape check, dynamic dims fuse too.
+        if (add->op_type == "Add" && add->domain.empty() && add->num_outputs() == 1 && add->outputs[0]) {
           if (auto c = per_channel(other_input(add, cur), cur, M)) {
             std::vector<double> b(M, 0.0);
             if (bias) b = bias->initializer.to_double_vector();

@@ -54,12 +54,14 @@ PostOpChain collect_post_ops(const Uses& uses, ir::Value* y) {
   while (true) {
     const auto& users = uses.users(cur);
     // Silu as torch exports it: s = Sigmoid(x); Mul(x, s) (either order); x read by exactly those two.
+    // Mul(x, Sigmoid(x)) has x's shape by construction, so no shape is needed: it fuses with dynamic
+    // dims too (a gear or range compile, where inferred dims are unknown).
     if (!uses.is_output(cur) && uses.use_count(cur) == 2 && users.size() == 2) {
       ir::Node* sig = users[0]->op_type == "Sigmoid" ? users[0] : users[1];
       ir::Node* mul = sig == users[0] ? users[1] : users[0];
       if (sig->op_type == "Sigmoid" && sig->domain.empty() && mul->op_type == "Mul" && mul->domain.empty() &&
           sig->num_outputs() == 1 && sig->outputs[0] && uses.single_use(sig->outputs[0]) && mul->num_outputs() == 1 &&
-          mul->outputs[0] && other_input(mul, cur) == sig->outputs[0] && same_shape(mul->outputs[0], cur)) {
+          mul->outputs[0] && other_input(mul, cur) == sig->outputs[0]) {
         c.covered.push_back(sig);
         c.covered.push_back(mul);
         c.post.push_back({"Silu", 0, 0});

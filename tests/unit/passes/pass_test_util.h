@@ -27,14 +27,17 @@ inline std::unique_ptr<ir::Model> parse(const std::string& text) {
   return std::move(m).value();
 }
 
-// Inputs for every non-constant graph input with a static shape: floats uniform in [-1, 1) (or
-// [lo, hi)), ints in [0, 4), bools alternating. Same seed, same tensors.
+// Inputs for every non-constant graph input of known rank (a dynamic dim gets size 8, so fixtures of
+// dynamic-shape graphs run too): floats uniform in [-1, 1) (or [lo, hi)), ints in [0, 4), bools
+// alternating. Same seed, same tensors.
 inline std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint32_t seed = 7, double lo = -1, double hi = 1) {
   std::mt19937 rng(seed);
   std::map<std::string, Tensor> out;
   for (const ir::Value* v : g.inputs) {
-    if (v->is_constant() || !v->shape || !is_static(*v->shape)) continue;
-    Tensor d(DType::kFloat64, static_dims(*v->shape));
+    if (v->is_constant() || !v->shape) continue;
+    std::vector<int64_t> dims;
+    for (const Dim& dim : *v->shape) dims.push_back(dim.is_static() ? dim.value : 8);
+    Tensor d(DType::kFloat64, dims);
     std::uniform_real_distribution<double> u(lo, hi);
     for (int64_t i = 0; i < d.numel(); ++i) {
       double x = u(rng);
