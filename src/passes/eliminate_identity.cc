@@ -75,29 +75,21 @@ ir::Value* passthrough(const ir::Node& n, const Uses& uses) {
 }  // namespace
 
 Result<int> eliminate_identity(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Value* in = passthrough(*node, uses);
-      if (!in || in == node->outputs[0]) continue;
-      if (!replace_value(g, node->outputs[0], in)) continue;
-      // The producer of the passed-through value now also stands for the removed node (provenance is
-      // kept, after the producer's own names, which is topological order).
-      if (in->producer && in->graph == &g)
-        for (const auto& p : node->provenance)
-          if (std::find(in->producer->provenance.begin(), in->producer->provenance.end(), p) ==
-              in->producer->provenance.end())
-            in->producer->provenance.push_back(p);
-      remove_node(g, node.get());
-      ++changes;
-      again = true;
-      break;  // node list changed; recompute uses
-    }
-  }
-  return changes;
+  return rewrite_until_fixed(g, [&](ir::Node& node_ref, const Uses& uses) -> Result<bool> {
+    ir::Node* node = &node_ref;
+    ir::Value* in = passthrough(*node, uses);
+    if (!in || in == node->outputs[0]) return false;
+    if (!replace_value(g, node->outputs[0], in)) return false;
+    // The producer of the passed-through value now also stands for the removed node (provenance is
+    // kept, after the producer's own names, which is topological order).
+    if (in->producer && in->graph == &g)
+      for (const auto& p : node->provenance)
+        if (std::find(in->producer->provenance.begin(), in->producer->provenance.end(), p) ==
+            in->producer->provenance.end())
+          in->producer->provenance.push_back(p);
+    remove_node(g, node);
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

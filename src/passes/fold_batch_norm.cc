@@ -115,58 +115,46 @@ bool fold_into_gemm(ir::Graph& g, ir::Node& gemm, const BnParams& p) {
 }  // namespace
 
 Result<int> fold_batch_norm(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Node& bn = *node;
-      if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || !bn.has_input(0) || !bn.outputs[0]) continue;
-      auto p = bn_params(bn);
-      if (!p) continue;
-      ir::Value* x = bn.inputs[0];
-      ir::Node* prod = x->producer;
-      const DType dt = bn.inputs[1]->initializer.dtype();
-      if (!prod || !prod->domain.empty() || !uses.single_use(x) || prod->num_outputs() != 1 || x->dtype != dt) continue;
-      bool folded = false;
-      ir::Value* y = bn.outputs[0];
-      if (prod->op_type == "Conv" || prod->op_type == "ConvTranspose") {
-        folded = fold_into_conv(g, *prod, *p);
-      } else if (prod->op_type == "Gemm") {
-        folded = fold_into_gemm(g, *prod, *p);
-      } else if (prod->op_type == "MatMul") {
-        // [M, K] x const [K, N] -> [M, N]: BN's channel axis 1 is N. W's columns scale; t becomes an Add.
-        auto ys = x->shape;
-        const Tensor* w = constant_of(prod->inputs[1]);
-        if (ys && ys->size() == 2 && w && w->rank() == 2 && w->dim(1) == static_cast<int64_t>(p->s.size()) &&
-            is_floating(w->dtype())) {
-          std::vector<double> wv = w->to_double_vector();
-          const int64_t K = w->dim(0), N = w->dim(1);
-          for (int64_t k = 0; k < K; ++k)
-            for (int64_t n = 0; n < N; ++n) wv[k * N + n] *= p->s[n];
-          prod->inputs[1] = add_constant(g, prod->inputs[1]->name + "_bn", from_doubles(wv, w->dims(), w->dtype()));
-          ir::Value* t = add_constant(g, bn.name + "_shift", from_doubles(p->t, {N}, dt));
-          replace_with(g, {&bn}, "Add", "", std::max(bn.opset, 7), {x, t}, y);
-          ++changes;
-          again = true;
-          break;
-        }
-        continue;
+  return rewrite_until_fixed(g, [&](ir::Node& bn, const Uses& uses) -> Result<bool> {
+    if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || !bn.has_input(0) || !bn.outputs[0]) return false;
+    auto p = bn_params(bn);
+    if (!p) return false;
+    ir::Value* x = bn.inputs[0];
+    ir::Node* prod = x->producer;
+    const DType dt = bn.inputs[1]->initializer.dtype();
+    if (!prod || !prod->domain.empty() || !uses.single_use(x) || prod->num_outputs() != 1 || x->dtype != dt) return false;
+    bool folded = false;
+    ir::Value* y = bn.outputs[0];
+    if (prod->op_type == "Conv" || prod->op_type == "ConvTranspose") {
+      folded = fold_into_conv(g, *prod, *p);
+    } else if (prod->op_type == "Gemm") {
+      folded = fold_into_gemm(g, *prod, *p);
+    } else if (prod->op_type == "MatMul") {
+      // [M, K] x const [K, N] -> [M, N]: BN's channel axis 1 is N. W's columns scale; t becomes an Add.
+      auto ys = x->shape;
+      const Tensor* w = constant_of(prod->inputs[1]);
+      if (ys && ys->size() == 2 && w && w->rank() == 2 && w->dim(1) == static_cast<int64_t>(p->s.size()) &&
+          is_floating(w->dtype())) {
+        std::vector<double> wv = w->to_double_vector();
+        const int64_t K = w->dim(0), N = w->dim(1);
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n) wv[k * N + n] *= p->s[n];
+        prod->inputs[1] = add_constant(g, prod->inputs[1]->name + "_bn", from_doubles(wv, w->dims(), w->dtype()));
+        ir::Value* t = add_constant(g, bn.name + "_shift", from_doubles(p->t, {N}, dt));
+        replace_with(g, {&bn}, "Add", "", std::max(bn.opset, 7), {x, t}, y);
+        return true;
       }
-      if (!folded) continue;
-      // The producer's node now computes BN's result: it takes BN's output value and merged provenance.
-      const std::string op = prod->op_type;
-      const int opset = prod->opset;
-      std::vector<ir::Value*> ins = prod->inputs;
-      std::map<std::string, ir::Attribute> attrs = prod->attrs;
-      replace_with(g, {prod, &bn}, op, "", opset, ins, y)->attrs = std::move(attrs);
-      ++changes;
-      again = true;
-      break;
+      return false;
     }
-  }
-  return changes;
+    if (!folded) return false;
+    // The producer's node now computes BN's result: it takes BN's output value and merged provenance.
+    const std::string op = prod->op_type;
+    const int opset = prod->opset;
+    std::vector<ir::Value*> ins = prod->inputs;
+    std::map<std::string, ir::Attribute> attrs = prod->attrs;
+    replace_with(g, {prod, &bn}, op, "", opset, ins, y)->attrs = std::move(attrs);
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

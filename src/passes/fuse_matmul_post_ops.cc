@@ -24,61 +24,51 @@ bool broadcasts_to(const ir::Value* c, const ir::Value* y) {
 }  // namespace
 
 Result<int> fuse_matmul_post_ops(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Node& mm = *node;
-      const bool gemm = mm.op_type == "Gemm";
-      if ((!gemm && mm.op_type != "MatMul") || !mm.domain.empty() || mm.num_outputs() != 1 || !mm.outputs[0]) continue;
-      if (!mm.has_input(0) || !mm.has_input(1) || mm.num_inputs() > (gemm ? 3 : 2)) continue;
-      ir::Value* y = mm.outputs[0];
-      if (!is_floating(y->dtype) || !y->shape) continue;
-      ir::Value* bias = nullptr;
-      std::map<std::string, ir::Attribute> attrs;
-      std::vector<ir::Node*> covered = {&mm};
-      if (gemm) {
-        // Gemm's operands are 2-D by definition; the shapes must say so for FusedMatMul's rules to agree.
-        auto as = mm.inputs[0]->shape, bs = mm.inputs[1]->shape;
-        if (!as || !bs || as->size() != 2 || bs->size() != 2) continue;
-        const float alpha = mm.attr_float("alpha", 1.0f), beta = mm.attr_float("beta", 1.0f);
-        if (mm.has_input(2) && beta != 0.0f) {
-          if (beta == 1.0f) {
-            bias = mm.inputs[2];
-          } else {
-            const Tensor* c = constant_of(mm.inputs[2]);
-            if (!c || !is_floating(c->dtype())) continue;
-            std::vector<double> v = c->to_double_vector();
-            for (double& x : v) x *= beta;
-            bias = add_constant(g, mm.name + "_bias", Tensor::from_vector(v, c->dims()).cast(c->dtype()));
-          }
-        }
-        if (mm.attr_int("transA", 0)) attrs["trans_a"] = make_int(1);
-        if (mm.attr_int("transB", 0)) attrs["trans_b"] = make_int(1);
-        if (alpha != 1.0f) attrs["alpha"] = make_float(alpha);
-      }
-      ir::Value* cur = y;
-      if (!bias && uses.single_use(cur) && uses.users(cur).size() == 1) {
-        ir::Node* add = uses.users(cur)[0];
-        ir::Value* c = add->op_type == "Add" && add->domain.empty() ? other_input(add, cur) : nullptr;
-        if (c && c->is_constant() && add->num_outputs() == 1 && add->outputs[0] && broadcasts_to(c, cur) &&
-            same_shape(add->outputs[0], cur)) {
-          bias = c;
-          covered.push_back(add);
-          cur = add->outputs[0];
+  return rewrite_until_fixed(g, [&](ir::Node& mm, const Uses& uses) -> Result<bool> {
+    const bool gemm = mm.op_type == "Gemm";
+    if ((!gemm && mm.op_type != "MatMul") || !mm.domain.empty() || mm.num_outputs() != 1 || !mm.outputs[0]) return false;
+    if (!mm.has_input(0) || !mm.has_input(1) || mm.num_inputs() > (gemm ? 3 : 2)) return false;
+    ir::Value* y = mm.outputs[0];
+    if (!is_floating(y->dtype) || !y->shape) return false;
+    ir::Value* bias = nullptr;
+    std::map<std::string, ir::Attribute> attrs;
+    std::vector<ir::Node*> covered = {&mm};
+    if (gemm) {
+      // Gemm's operands are 2-D by definition; the shapes must say so for FusedMatMul's rules to agree.
+      auto as = mm.inputs[0]->shape, bs = mm.inputs[1]->shape;
+      if (!as || !bs || as->size() != 2 || bs->size() != 2) return false;
+      const float alpha = mm.attr_float("alpha", 1.0f), beta = mm.attr_float("beta", 1.0f);
+      if (mm.has_input(2) && beta != 0.0f) {
+        if (beta == 1.0f) {
+          bias = mm.inputs[2];
+        } else {
+          const Tensor* c = constant_of(mm.inputs[2]);
+          if (!c || !is_floating(c->dtype())) return false;
+          std::vector<double> v = c->to_double_vector();
+          for (double& x : v) x *= beta;
+          bias = add_constant(g, mm.name + "_bias", Tensor::from_vector(v, c->dims()).cast(c->dtype()));
         }
       }
-      PostOpChain chain = collect_post_ops(uses, cur);
-      if (!gemm && covered.size() == 1 && chain.covered.empty()) continue;
-      fuse_with_chain(g, covered, chain, "FusedMatMul", mm.inputs[0], mm.inputs[1], bias, std::move(attrs));
-      ++changes;
-      again = true;
-      break;
+      if (mm.attr_int("transA", 0)) attrs["trans_a"] = make_int(1);
+      if (mm.attr_int("transB", 0)) attrs["trans_b"] = make_int(1);
+      if (alpha != 1.0f) attrs["alpha"] = make_float(alpha);
     }
-  }
-  return changes;
+    ir::Value* cur = y;
+    if (!bias && uses.single_use(cur) && uses.users(cur).size() == 1) {
+      ir::Node* add = uses.users(cur)[0];
+      ir::Value* c = add->op_type == "Add" && add->domain.empty() ? other_input(add, cur) : nullptr;
+      if (c && c->is_constant() && add->num_outputs() == 1 && add->outputs[0] && broadcasts_to(c, cur) &&
+          same_shape(add->outputs[0], cur)) {
+        bias = c;
+        covered.push_back(add);
+        cur = add->outputs[0];
+      }
+    }
+    PostOpChain chain = collect_post_ops(uses, cur);
+    if (!gemm && covered.size() == 1 && chain.covered.empty()) return false;
+    fuse_with_chain(g, covered, chain, "FusedMatMul", mm.inputs[0], mm.inputs[1], bias, std::move(attrs));
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

@@ -214,4 +214,21 @@ ir::Attribute make_string(std::string v) {
   return a;
 }
 
+Result<int> rewrite_until_fixed(ir::Graph& g, const std::function<Result<bool>(ir::Node&, const Uses&)>& rewrite_at) {
+  int changes = 0;
+  for (bool again = true; again;) {
+    again = false;
+    const Uses uses(g);
+    for (auto& node : g.nodes) {
+      FERRY_ASSIGN_OR_RETURN(const bool rewrote, rewrite_at(*node, uses));
+      if (rewrote) {
+        ++changes;
+        again = true;
+        break;  // the node list changed under the walk
+      }
+    }
+  }
+  return changes;
+}
+
 }  // namespace ferry::passes

@@ -1,6 +1,7 @@
 // Graph-editing helpers every pass uses: who consumes a value (subgraph uses included), replacing
 // uses, removing nodes, building the fused node with merged provenance, reading small constants.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,6 +22,14 @@ struct PassContext {
 
 // Uses of values in a graph: nodes that read a value (a node whose subgraph reads an outer value counts
 // as a user of it), and whether it is a graph output.
+class Uses;
+
+// The fixed-point loop of the pattern passes: walks the nodes in order, calling `rewrite_at(node, uses)`
+// until one call rewrites the graph (returns true). The node list and the uses changed then, so the
+// walk starts again with fresh uses; it ends when a whole walk rewrites nothing. Returns the number of
+// rewrites (what the pass reports).
+Result<int> rewrite_until_fixed(ir::Graph& g, const std::function<Result<bool>(ir::Node&, const Uses&)>& rewrite_at);
+
 class Uses {
  public:
   explicit Uses(const ir::Graph& g);

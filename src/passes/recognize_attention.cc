@@ -62,126 +62,116 @@ bool last_axis_softmax(const ir::Node& sm, int64_t rank) {
 }  // namespace
 
 Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Node& m2 = *node;
-      if (m2.op_type != "MatMul" || !m2.domain.empty() || m2.num_inputs() != 2 || !m2.outputs[0]) continue;
-      ir::Value* p = m2.inputs[0];
-      ir::Value* v = m2.inputs[1];
-      ir::Node* sm = produced_by(p, "Softmax");
-      if (!sm || !uses.single_use(p) || !sm->has_input(0)) continue;
-      ir::Value* s = sm->inputs[0];
-      if (!s->shape || s->shape->size() < 3 || !last_axis_softmax(*sm, static_cast<int64_t>(s->shape->size()))) continue;
-      if (!uses.single_use(s)) continue;
-      std::vector<ir::Node*> covered;
-      ir::Value* mask = nullptr;
-      ir::Value* scores = s;
-      if (ir::Node* add = produced_by(s, "Add"); add && add->num_inputs() == 2) {
-        // The operand that comes from the QK^T MatMul (possibly scaled) is the scores; the other the mask.
-        for (int i = 0; i < 2 && !mask; ++i) {
-          ir::Value* cand = add->inputs[i];
-          double dummy = 1;
-          std::vector<ir::Node*> tmp;
-          ir::Value* inner = strip_scale(uses, cand, &dummy, tmp);
-          if (produced_by(inner, "MatMul") && add->inputs[1 - i] && uses.single_use(cand)) {
-            mask = add->inputs[1 - i];
-            scores = cand;
-          }
+  return rewrite_until_fixed(g, [&](ir::Node& m2, const Uses& uses) -> Result<bool> {
+    if (m2.op_type != "MatMul" || !m2.domain.empty() || m2.num_inputs() != 2 || !m2.outputs[0]) return false;
+    ir::Value* p = m2.inputs[0];
+    ir::Value* v = m2.inputs[1];
+    ir::Node* sm = produced_by(p, "Softmax");
+    if (!sm || !uses.single_use(p) || !sm->has_input(0)) return false;
+    ir::Value* s = sm->inputs[0];
+    if (!s->shape || s->shape->size() < 3 || !last_axis_softmax(*sm, static_cast<int64_t>(s->shape->size()))) return false;
+    if (!uses.single_use(s)) return false;
+    std::vector<ir::Node*> covered;
+    ir::Value* mask = nullptr;
+    ir::Value* scores = s;
+    if (ir::Node* add = produced_by(s, "Add"); add && add->num_inputs() == 2) {
+      // The operand that comes from the QK^T MatMul (possibly scaled) is the scores; the other the mask.
+      for (int i = 0; i < 2 && !mask; ++i) {
+        ir::Value* cand = add->inputs[i];
+        double dummy = 1;
+        std::vector<ir::Node*> tmp;
+        ir::Value* inner = strip_scale(uses, cand, &dummy, tmp);
+        if (produced_by(inner, "MatMul") && add->inputs[1 - i] && uses.single_use(cand)) {
+          mask = add->inputs[1 - i];
+          scores = cand;
         }
-        if (!mask || !is_floating(mask->dtype) || mask->dtype != s->dtype || !mask_fits(mask, s)) continue;
-        covered.push_back(add);
       }
-      double scale = 1.0;
-      ir::Value* qk = strip_scale(uses, scores, &scale, covered);
-      ir::Node* m1 = produced_by(qk, "MatMul");
-      if (!m1 || !uses.single_use(qk) || m1->num_inputs() != 2) continue;
-      ir::Value* kt = m1->inputs[1];
-      ir::Node* tr = produced_by(kt, "Transpose");
-      if (tr && (!uses.single_use(kt) || !tr->has_input(0))) tr = nullptr;
-      ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
-      const size_t r = s->shape->size();
-      auto known = [&](const ir::Value* x) { return x->shape && x->shape->size() == r && x->dtype == s->dtype; };
-      if (!known(q) || !known(kt) || !known(v) || (tr && !known(tr->inputs[0]))) continue;
-      // Batch dims of Q, K (= K^T's), V equal; Q's D = K^T's D; K^T's T = V's T.
-      const Shape &qs = *q->shape, &ks = *kt->shape, &vs = *v->shape;
-      bool ok = dims_equal(qs[r - 1], ks[r - 2]) && dims_equal(ks[r - 1], vs[r - 2]);
-      for (size_t i = 0; i + 2 < r; ++i) ok = ok && dims_equal(qs[i], ks[i]) && dims_equal(qs[i], vs[i]);
-      if (!ok) continue;
-      std::vector<int64_t> perm;
-      if (tr) {
-        perm = tr->attr_ints("perm");
-        if (perm.empty())
-          for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
-        if (perm.size() != r) continue;
-      } else {
-        for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
-      }
-      std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
-      bool identity = true;
-      for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
-      ir::Value* k = tr ? tr->inputs[0] : nullptr;
-      if (tr && identity) {
-        covered.push_back(tr);
-      } else if (tr) {
-        // The Transpose now yields K.
-        k = g.add_value(g.fresh_name(tr->name + "_k"));
-        k->onnx_name.clear();
-        k->dtype = kt->dtype;
-        tr->attrs["perm"] = make_ints(perm);
-        tr->outputs[0] = k;
-        k->producer = tr;
-        k->producer_output = 0;
-        kt->producer = nullptr;
-      } else if (const Tensor* c = constant_of(kt); c && c->is_plain()) {
-        // Constant K^T: store K.
-        const std::vector<int64_t>& d = c->dims();
-        const int64_t rows = d[r - 2], cols = d[r - 1], mat = rows * cols;
-        std::vector<int64_t> kd = d;
-        std::swap(kd[r - 1], kd[r - 2]);
-        Tensor kt_d = c->cast(DType::kFloat64), kk(DType::kFloat64, kd);
-        for (int64_t b = 0; mat && b < c->numel() / mat; ++b)
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) kk.data<double>()[b * mat + j * rows + i] = kt_d.data<double>()[b * mat + i * cols + j];
-        k = add_constant(g, kt->name + "_k", kk.cast(c->dtype()));
-      } else {
-        // K^T computed some other way: a new Transpose of its last two axes gives K, placed before the
-        // first MatMul (where K^T exists); it stands for no ONNX node of its own.
-        k = g.add_value(g.fresh_name(kt->name + "_k"));
-        k->onnx_name.clear();
-        k->dtype = kt->dtype;
-        auto t = std::make_unique<ir::Node>();
-        t->op_type = "Transpose";
-        t->opset = m1->opset;
-        t->name = m1->name + "_k";
-        t->provenance = m1->provenance;
-        t->inputs = {kt};
-        t->outputs = {k};
-        t->attrs["perm"] = make_ints(perm);
-        k->producer = t.get();
-        k->producer_output = 0;
-        for (size_t i = 0; i < g.nodes.size(); ++i)
-          if (g.nodes[i].get() == m1) {
-            g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(t));
-            break;
-          }
-      }
-      covered.push_back(m1);
-      covered.push_back(sm);
-      covered.push_back(&m2);
-      std::vector<ir::Value*> ins = {q, k, v};
-      if (mask) ins.push_back(mask);
-      ir::Node* fa = replace_with(g, covered, "FusedAttention", "com.ferry", 1, ins, m2.outputs[0]);
-      fa->attrs["scale"] = make_float(static_cast<float>(scale));
-      ++changes;
-      again = true;
-      break;
+      if (!mask || !is_floating(mask->dtype) || mask->dtype != s->dtype || !mask_fits(mask, s)) return false;
+      covered.push_back(add);
     }
-  }
-  return changes;
+    double scale = 1.0;
+    ir::Value* qk = strip_scale(uses, scores, &scale, covered);
+    ir::Node* m1 = produced_by(qk, "MatMul");
+    if (!m1 || !uses.single_use(qk) || m1->num_inputs() != 2) return false;
+    ir::Value* kt = m1->inputs[1];
+    ir::Node* tr = produced_by(kt, "Transpose");
+    if (tr && (!uses.single_use(kt) || !tr->has_input(0))) tr = nullptr;
+    ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
+    const size_t r = s->shape->size();
+    auto known = [&](const ir::Value* x) { return x->shape && x->shape->size() == r && x->dtype == s->dtype; };
+    if (!known(q) || !known(kt) || !known(v) || (tr && !known(tr->inputs[0]))) return false;
+    // Batch dims of Q, K (= K^T's), V equal; Q's D = K^T's D; K^T's T = V's T.
+    const Shape &qs = *q->shape, &ks = *kt->shape, &vs = *v->shape;
+    bool ok = dims_equal(qs[r - 1], ks[r - 2]) && dims_equal(ks[r - 1], vs[r - 2]);
+    for (size_t i = 0; i + 2 < r; ++i) ok = ok && dims_equal(qs[i], ks[i]) && dims_equal(qs[i], vs[i]);
+    if (!ok) return false;
+    std::vector<int64_t> perm;
+    if (tr) {
+      perm = tr->attr_ints("perm");
+      if (perm.empty())
+        for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
+      if (perm.size() != r) return false;
+    } else {
+      for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
+    }
+    std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
+    bool identity = true;
+    for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    ir::Value* k = tr ? tr->inputs[0] : nullptr;
+    if (tr && identity) {
+      covered.push_back(tr);
+    } else if (tr) {
+      // The Transpose now yields K.
+      k = g.add_value(g.fresh_name(tr->name + "_k"));
+      k->onnx_name.clear();
+      k->dtype = kt->dtype;
+      tr->attrs["perm"] = make_ints(perm);
+      tr->outputs[0] = k;
+      k->producer = tr;
+      k->producer_output = 0;
+      kt->producer = nullptr;
+    } else if (const Tensor* c = constant_of(kt); c && c->is_plain()) {
+      // Constant K^T: store K.
+      const std::vector<int64_t>& d = c->dims();
+      const int64_t rows = d[r - 2], cols = d[r - 1], mat = rows * cols;
+      std::vector<int64_t> kd = d;
+      std::swap(kd[r - 1], kd[r - 2]);
+      Tensor kt_d = c->cast(DType::kFloat64), kk(DType::kFloat64, kd);
+      for (int64_t b = 0; mat && b < c->numel() / mat; ++b)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) kk.data<double>()[b * mat + j * rows + i] = kt_d.data<double>()[b * mat + i * cols + j];
+      k = add_constant(g, kt->name + "_k", kk.cast(c->dtype()));
+    } else {
+      // K^T computed some other way: a new Transpose of its last two axes gives K, placed before the
+      // first MatMul (where K^T exists); it stands for no ONNX node of its own.
+      k = g.add_value(g.fresh_name(kt->name + "_k"));
+      k->onnx_name.clear();
+      k->dtype = kt->dtype;
+      auto t = std::make_unique<ir::Node>();
+      t->op_type = "Transpose";
+      t->opset = m1->opset;
+      t->name = m1->name + "_k";
+      t->provenance = m1->provenance;
+      t->inputs = {kt};
+      t->outputs = {k};
+      t->attrs["perm"] = make_ints(perm);
+      k->producer = t.get();
+      k->producer_output = 0;
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (g.nodes[i].get() == m1) {
+          g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(t));
+          break;
+        }
+    }
+    covered.push_back(m1);
+    covered.push_back(sm);
+    covered.push_back(&m2);
+    std::vector<ir::Value*> ins = {q, k, v};
+    if (mask) ins.push_back(mask);
+    ir::Node* fa = replace_with(g, covered, "FusedAttention", "com.ferry", 1, ins, m2.outputs[0]);
+    fa->attrs["scale"] = make_float(static_cast<float>(scale));
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

@@ -101,43 +101,33 @@ bool match_tail(const Uses& uses, ir::Value* one_plus, ir::Value* x, Match& m) {
 }  // namespace
 
 Result<int> recognize_gelu(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Node& act = *node;
-      const bool is_erf = act.op_type == "Erf", is_tanh = act.op_type == "Tanh";
-      if ((!is_erf && !is_tanh) || !act.domain.empty() || !act.has_input(0) || act.num_outputs() != 1) continue;
-      Match m;
-      m.tanh = is_tanh;
-      std::vector<ir::Node*> inner;
-      m.x = is_erf ? scaled_by_inv_sqrt2(act.inputs[0], inner) : tanh_inner(act.inputs[0], inner);
-      if (!m.x || !is_floating(m.x->dtype)) continue;
-      // Intermediates of the inner part: read only by the pattern.
-      bool ok = uses.single_use(act.inputs[0]);
-      for (ir::Node* n : inner)
-        if (n->outputs[0] != act.inputs[0]) ok = ok && uses.single_use(n->outputs[0]);
-      if (!ok || !uses.single_use(act.outputs[0])) continue;
-      ir::Node* add = uses.users(act.outputs[0])[0];
-      if (add->op_type != "Add" || !add->domain.empty() || add->num_outputs() != 1 || !add->outputs[0] ||
-          !is_scalar(other_input(add, act.outputs[0]), 1.0, 1e-9))
-        continue;
-      if (!match_tail(uses, add->outputs[0], m.x, m)) continue;
-      if (!same_shape(m.out, m.x)) continue;  // no broadcasting hidden in the constants
-      std::vector<ir::Node*> covered = inner;
-      covered.push_back(&act);
-      covered.push_back(add);
-      covered.insert(covered.end(), m.covered.begin(), m.covered.end());
-      ir::Node* gelu = replace_with(g, covered, "Gelu", "", 20, {m.x}, m.out);
-      if (m.tanh) gelu->attrs["approximate"] = make_string("tanh");
-      ++changes;
-      again = true;
-      break;
-    }
-  }
-  return changes;
+  return rewrite_until_fixed(g, [&](ir::Node& act, const Uses& uses) -> Result<bool> {
+    const bool is_erf = act.op_type == "Erf", is_tanh = act.op_type == "Tanh";
+    if ((!is_erf && !is_tanh) || !act.domain.empty() || !act.has_input(0) || act.num_outputs() != 1) return false;
+    Match m;
+    m.tanh = is_tanh;
+    std::vector<ir::Node*> inner;
+    m.x = is_erf ? scaled_by_inv_sqrt2(act.inputs[0], inner) : tanh_inner(act.inputs[0], inner);
+    if (!m.x || !is_floating(m.x->dtype)) return false;
+    // Intermediates of the inner part: read only by the pattern.
+    bool ok = uses.single_use(act.inputs[0]);
+    for (ir::Node* n : inner)
+      if (n->outputs[0] != act.inputs[0]) ok = ok && uses.single_use(n->outputs[0]);
+    if (!ok || !uses.single_use(act.outputs[0])) return false;
+    ir::Node* add = uses.users(act.outputs[0])[0];
+    if (add->op_type != "Add" || !add->domain.empty() || add->num_outputs() != 1 || !add->outputs[0] ||
+        !is_scalar(other_input(add, act.outputs[0]), 1.0, 1e-9))
+      return false;
+    if (!match_tail(uses, add->outputs[0], m.x, m)) return false;
+    if (!same_shape(m.out, m.x)) return false;  // no broadcasting hidden in the constants
+    std::vector<ir::Node*> covered = inner;
+    covered.push_back(&act);
+    covered.push_back(add);
+    covered.insert(covered.end(), m.covered.begin(), m.covered.end());
+    ir::Node* gelu = replace_with(g, covered, "Gelu", "", 20, {m.x}, m.out);
+    if (m.tanh) gelu->attrs["approximate"] = make_string("tanh");
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

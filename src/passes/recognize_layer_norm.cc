@@ -55,73 +55,63 @@ std::optional<Tensor> affine_param(const ir::Value* v, const std::vector<int64_t
 }  // namespace
 
 Result<int> recognize_layer_norm(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      ir::Node& rm1 = *node;
-      if (rm1.op_type != "ReduceMean" || !rm1.domain.empty() || !rm1.has_input(0) || rm1.num_outputs() != 1) continue;
-      ir::Value* x = rm1.inputs[0];
-      auto xs = static_shape(x);
-      if (!xs || !is_floating(x->dtype)) continue;
-      const int64_t rank = static_cast<int64_t>(xs->size());
-      auto k = last_axes(rm1, rank);
-      if (!k) continue;
-      ir::Node* sub = single_user(uses, rm1.outputs[0], "Sub");
-      if (!sub || sub->inputs[0] != x || sub->inputs[1] != rm1.outputs[0]) continue;
-      ir::Value* d = sub->outputs[0];
-      // d is read by the square and by the Div, nothing else.
-      if (uses.is_output(d) || uses.use_count(d) != (2 + 0) || uses.users(d).size() != 2) {
-        // Mul(d, d) reads d twice: 3 uses (square twice + Div)
-        if (!(uses.use_count(d) == 3 && uses.users(d).size() == 2 && !uses.is_output(d))) continue;
-      }
-      ir::Node* sq = nullptr;
-      ir::Node* div = nullptr;
-      for (ir::Node* u : uses.users(d)) {
-        if (u->op_type == "Pow" && u->inputs[0] == d && u->num_inputs() == 2 && is_scalar(u->inputs[1], 2.0, 1e-9)) sq = u;
-        else if (u->op_type == "Mul" && u->num_inputs() == 2 && u->inputs[0] == d && u->inputs[1] == d) sq = u;
-        else if (u->op_type == "Div" && u->inputs[0] == d) div = u;
-      }
-      if (!sq || !div || !sq->domain.empty() || !div->domain.empty()) continue;
-      if ((sq->op_type == "Pow") != (uses.use_count(d) == 2)) continue;
-      ir::Node* rm2 = single_user(uses, sq->outputs[0], "ReduceMean");
-      if (!rm2 || rm2->inputs[0] != sq->outputs[0] || last_axes(*rm2, rank) != k) continue;
-      ir::Node* add_eps = single_user(uses, rm2->outputs[0], "Add");
-      if (!add_eps) continue;
-      auto eps = scalar_of(other_input(add_eps, rm2->outputs[0]));
-      if (!eps || *eps < 0) continue;
-      ir::Node* sqrt = single_user(uses, add_eps->outputs[0], "Sqrt");
-      if (!sqrt || div->inputs[1] != sqrt->outputs[0] || !uses.single_use(sqrt->outputs[0])) continue;
-      std::vector<int64_t> norm_dims(xs->end() - *k, xs->end());
-      ir::Node* mul = single_user(uses, div->outputs[0], "Mul");
-      if (!mul) continue;
-      auto gamma = affine_param(other_input(mul, div->outputs[0]), norm_dims, x->dtype);
-      if (!gamma) continue;
-      std::vector<ir::Node*> covered = {&rm1, sub, sq, rm2, add_eps, sqrt, div, mul};
-      ir::Value* out = mul->outputs[0];
-      std::optional<Tensor> beta;
-      if (ir::Node* add = single_user(uses, out, "Add")) {
-        beta = affine_param(other_input(add, out), norm_dims, x->dtype);
-        if (beta) {
-          covered.push_back(add);
-          out = add->outputs[0];
-        }
-      }
-      if (!same_shape(out, x)) continue;
-      ir::Value* gv = add_constant(g, rm1.name + "_ln_scale", *gamma);
-      std::vector<ir::Value*> ins = {x, gv};
-      if (beta) ins.push_back(add_constant(g, rm1.name + "_ln_bias", *beta));
-      ir::Node* ln = replace_with(g, covered, "LayerNormalization", "", 17, ins, out);
-      ln->attrs["axis"] = make_int(-*k);
-      ln->attrs["epsilon"] = make_float(static_cast<float>(*eps));
-      ++changes;
-      again = true;
-      break;
+  return rewrite_until_fixed(g, [&](ir::Node& rm1, const Uses& uses) -> Result<bool> {
+    if (rm1.op_type != "ReduceMean" || !rm1.domain.empty() || !rm1.has_input(0) || rm1.num_outputs() != 1) return false;
+    ir::Value* x = rm1.inputs[0];
+    auto xs = static_shape(x);
+    if (!xs || !is_floating(x->dtype)) return false;
+    const int64_t rank = static_cast<int64_t>(xs->size());
+    auto k = last_axes(rm1, rank);
+    if (!k) return false;
+    ir::Node* sub = single_user(uses, rm1.outputs[0], "Sub");
+    if (!sub || sub->inputs[0] != x || sub->inputs[1] != rm1.outputs[0]) return false;
+    ir::Value* d = sub->outputs[0];
+    // d is read by the square and by the Div, nothing else.
+    if (uses.is_output(d) || uses.use_count(d) != (2 + 0) || uses.users(d).size() != 2) {
+      // Mul(d, d) reads d twice: 3 uses (square twice + Div)
+      if (!(uses.use_count(d) == 3 && uses.users(d).size() == 2 && !uses.is_output(d))) return false;
     }
-  }
-  return changes;
+    ir::Node* sq = nullptr;
+    ir::Node* div = nullptr;
+    for (ir::Node* u : uses.users(d)) {
+      if (u->op_type == "Pow" && u->inputs[0] == d && u->num_inputs() == 2 && is_scalar(u->inputs[1], 2.0, 1e-9)) sq = u;
+      else if (u->op_type == "Mul" && u->num_inputs() == 2 && u->inputs[0] == d && u->inputs[1] == d) sq = u;
+      else if (u->op_type == "Div" && u->inputs[0] == d) div = u;
+    }
+    if (!sq || !div || !sq->domain.empty() || !div->domain.empty()) return false;
+    if ((sq->op_type == "Pow") != (uses.use_count(d) == 2)) return false;
+    ir::Node* rm2 = single_user(uses, sq->outputs[0], "ReduceMean");
+    if (!rm2 || rm2->inputs[0] != sq->outputs[0] || last_axes(*rm2, rank) != k) return false;
+    ir::Node* add_eps = single_user(uses, rm2->outputs[0], "Add");
+    if (!add_eps) return false;
+    auto eps = scalar_of(other_input(add_eps, rm2->outputs[0]));
+    if (!eps || *eps < 0) return false;
+    ir::Node* sqrt = single_user(uses, add_eps->outputs[0], "Sqrt");
+    if (!sqrt || div->inputs[1] != sqrt->outputs[0] || !uses.single_use(sqrt->outputs[0])) return false;
+    std::vector<int64_t> norm_dims(xs->end() - *k, xs->end());
+    ir::Node* mul = single_user(uses, div->outputs[0], "Mul");
+    if (!mul) return false;
+    auto gamma = affine_param(other_input(mul, div->outputs[0]), norm_dims, x->dtype);
+    if (!gamma) return false;
+    std::vector<ir::Node*> covered = {&rm1, sub, sq, rm2, add_eps, sqrt, div, mul};
+    ir::Value* out = mul->outputs[0];
+    std::optional<Tensor> beta;
+    if (ir::Node* add = single_user(uses, out, "Add")) {
+      beta = affine_param(other_input(add, out), norm_dims, x->dtype);
+      if (beta) {
+        covered.push_back(add);
+        out = add->outputs[0];
+      }
+    }
+    if (!same_shape(out, x)) return false;
+    ir::Value* gv = add_constant(g, rm1.name + "_ln_scale", *gamma);
+    std::vector<ir::Value*> ins = {x, gv};
+    if (beta) ins.push_back(add_constant(g, rm1.name + "_ln_bias", *beta));
+    ir::Node* ln = replace_with(g, covered, "LayerNormalization", "", 17, ins, out);
+    ln->attrs["axis"] = make_int(-*k);
+    ln->attrs["epsilon"] = make_float(static_cast<float>(*eps));
+    return true;
+  });
 }
 
 }  // namespace ferry::passes

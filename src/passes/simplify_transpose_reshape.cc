@@ -96,20 +96,7 @@ bool simplify_at(ir::Graph& g, const Uses& uses, ir::Node& n) {
 }  // namespace
 
 Result<int> simplify_transpose_reshape(ir::Graph& g, const PassContext&) {
-  int changes = 0;
-  bool again = true;
-  while (again) {
-    again = false;
-    Uses uses(g);
-    for (auto& node : g.nodes) {
-      if (simplify_at(g, uses, *node)) {
-        ++changes;
-        again = true;
-        break;
-      }
-    }
-  }
-  return changes;
+  return rewrite_until_fixed(g, [&](ir::Node& n, const Uses& uses) -> Result<bool> { return simplify_at(g, uses, n); });
 }
 
 }  // namespace ferry::passes
