@@ -64,43 +64,19 @@ ir::Value* emit_channel_param(ir::Graph& g, const ir::Node& origin, ir::Value* p
 // Makes `last` (produced by the final emitted node) take over origin's output 0 and removes origin.
 bool finish_rewrite(ir::Graph& g, ir::Node* origin, ir::Value* last);
 
-// The per-rule passes (PassFn form, for .ir fixtures): rewrite every matching node of g.
-Result<int> legalize_hard_swish(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_hard_sigmoid(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_gelu(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_mish(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_silu(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_softplus(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_layer_normalization(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_group_normalization(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_instance_normalization(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_reduce_l2(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_reduce_log_sum_exp(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_prelu(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_cast_like(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_upsample(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_resize(ir::Graph& g, const PassContext& ctx);
-Result<int> legalize_einsum(ir::Graph& g, const PassContext& ctx);
+// Every rule, in the order they are tried: src/passes/legalize_<stem>.cc defines rule_<stem>(), whose
+// name is "legalize_<stem>". This one list declares them and makes legalize_rules(); pass_by_name gives
+// each rule as a pass over every node it applies to (for .ir fixtures).
+#define FERRY_LEGALIZE_RULES(X)                                                                          \
+  X(hard_swish) X(hard_sigmoid) X(gelu) X(mish) X(silu) X(softplus) X(layer_normalization)               \
+  X(group_normalization) X(instance_normalization) X(reduce_l2) X(reduce_log_sum_exp) X(prelu) X(cast_like) \
+  X(upsample) X(resize) X(einsum)
 
-// Each rule file defines its rule (legalize_pipeline.cc lists them).
-LegalizeRule rule_hard_swish();
-LegalizeRule rule_hard_sigmoid();
-LegalizeRule rule_gelu();
-LegalizeRule rule_mish();
-LegalizeRule rule_silu();
-LegalizeRule rule_softplus();
-LegalizeRule rule_layer_normalization();
-LegalizeRule rule_group_normalization();
-LegalizeRule rule_instance_normalization();
-LegalizeRule rule_reduce_l2();
-LegalizeRule rule_reduce_log_sum_exp();
-LegalizeRule rule_prelu();
-LegalizeRule rule_cast_like();
-LegalizeRule rule_upsample();
-LegalizeRule rule_resize();
-LegalizeRule rule_einsum();
+#define FERRY_DECLARE_LEGALIZE_RULE(stem) LegalizeRule rule_##stem();
+FERRY_LEGALIZE_RULES(FERRY_DECLARE_LEGALIZE_RULE)
+#undef FERRY_DECLARE_LEGALIZE_RULE
 
-// Runs one rule over every node of g it applies to (what the PassFn forms do).
+// Runs one rule over every node of g it applies to (the rule as a pass: pass_by_name).
 Result<int> apply_rule_everywhere(ir::Graph& g, const char* rule_name);
 
 }  // namespace ferry::passes

@@ -28,6 +28,5 @@ LegalizeRule rule_cast_like() {
           }};
 }
 
-Result<int> legalize_cast_like(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_cast_like"); }
 
 }  // namespace ferry::passes

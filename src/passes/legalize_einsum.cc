@@ -144,6 +144,5 @@ LegalizeRule rule_einsum() {
   return {"legalize_einsum", "Einsum", {"Transpose", "Reshape", "MatMul", "ReduceSum"}, applies, rewrite};
 }
 
-Result<int> legalize_einsum(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_einsum"); }
 
 }  // namespace ferry::passes

@@ -30,6 +30,5 @@ LegalizeRule rule_gelu() {
           }};
 }
 
-Result<int> legalize_gelu(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_gelu"); }
 
 }  // namespace ferry::passes

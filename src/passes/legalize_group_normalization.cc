@@ -54,8 +54,5 @@ LegalizeRule rule_group_normalization() {
           }};
 }
 
-Result<int> legalize_group_normalization(ir::Graph& g, const PassContext&) {
-  return apply_rule_everywhere(g, "legalize_group_normalization");
-}
 
 }  // namespace ferry::passes

@@ -16,6 +16,5 @@ LegalizeRule rule_hard_sigmoid() {
           }};
 }
 
-Result<int> legalize_hard_sigmoid(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_hard_sigmoid"); }
 
 }  // namespace ferry::passes

@@ -15,6 +15,5 @@ LegalizeRule rule_hard_swish() {
           }};
 }
 
-Result<int> legalize_hard_swish(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_hard_swish"); }
 
 }  // namespace ferry::passes

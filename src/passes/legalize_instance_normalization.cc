@@ -22,8 +22,5 @@ LegalizeRule rule_instance_normalization() {
           }};
 }
 
-Result<int> legalize_instance_normalization(ir::Graph& g, const PassContext&) {
-  return apply_rule_everywhere(g, "legalize_instance_normalization");
-}
 
 }  // namespace ferry::passes

@@ -24,8 +24,5 @@ LegalizeRule rule_layer_normalization() {
           }};
 }
 
-Result<int> legalize_layer_normalization(ir::Graph& g, const PassContext&) {
-  return apply_rule_everywhere(g, "legalize_layer_normalization");
-}
 
 }  // namespace ferry::passes

@@ -14,6 +14,5 @@ LegalizeRule rule_mish() {
           }};
 }
 
-Result<int> legalize_mish(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_mish"); }
 
 }  // namespace ferry::passes

@@ -10,11 +10,9 @@
 namespace ferry::passes {
 
 const std::vector<LegalizeRule>& legalize_rules() {
-  static const std::vector<LegalizeRule> k = {
-      rule_hard_swish(), rule_hard_sigmoid(), rule_gelu(), rule_mish(), rule_silu(), rule_softplus(),
-      rule_layer_normalization(), rule_group_normalization(), rule_instance_normalization(), rule_reduce_l2(),
-      rule_reduce_log_sum_exp(), rule_prelu(), rule_cast_like(), rule_upsample(), rule_resize(), rule_einsum(),
-  };
+#define FERRY_MAKE_LEGALIZE_RULE(stem) rule_##stem(),
+  static const std::vector<LegalizeRule> k = {FERRY_LEGALIZE_RULES(FERRY_MAKE_LEGALIZE_RULE)};
+#undef FERRY_MAKE_LEGALIZE_RULE
   return k;
 }
 

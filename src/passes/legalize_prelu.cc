@@ -16,6 +16,5 @@ LegalizeRule rule_prelu() {
           }};
 }
 
-Result<int> legalize_prelu(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_prelu"); }
 
 }  // namespace ferry::passes

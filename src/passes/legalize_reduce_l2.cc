@@ -16,6 +16,5 @@ LegalizeRule rule_reduce_l2() {
           }};
 }
 
-Result<int> legalize_reduce_l2(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_reduce_l2"); }
 
 }  // namespace ferry::passes

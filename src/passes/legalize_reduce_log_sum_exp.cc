@@ -22,8 +22,5 @@ LegalizeRule rule_reduce_log_sum_exp() {
           }};
 }
 
-Result<int> legalize_reduce_log_sum_exp(ir::Graph& g, const PassContext&) {
-  return apply_rule_everywhere(g, "legalize_reduce_log_sum_exp");
-}
 
 }  // namespace ferry::passes

@@ -44,6 +44,5 @@ LegalizeRule rule_resize() {
           }};
 }
 
-Result<int> legalize_resize(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_resize"); }
 
 }  // namespace ferry::passes

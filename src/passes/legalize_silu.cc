@@ -14,6 +14,5 @@ LegalizeRule rule_silu() {
           }};
 }
 
-Result<int> legalize_silu(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_silu"); }
 
 }  // namespace ferry::passes

@@ -15,6 +15,5 @@ LegalizeRule rule_softplus() {
           }};
 }
 
-Result<int> legalize_softplus(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_softplus"); }
 
 }  // namespace ferry::passes

@@ -23,6 +23,5 @@ LegalizeRule rule_upsample() {
           }};
 }
 
-Result<int> legalize_upsample(ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_upsample"); }
 
 }  // namespace ferry::passes

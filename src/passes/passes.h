@@ -2,13 +2,15 @@
 // number of rewrites it applied. A pass only rewrites when every condition of its pattern holds; else
 // the graph is left as it was. pipeline.cc lists which passes run at which level.
 #pragma once
+#include <functional>
+
 #include "core/status.h"
 #include "ir/graph.h"
 #include "passes/pass_util.h"
 
 namespace ferry::passes {
 
-using PassFn = Result<int> (*)(ir::Graph& g, const PassContext& ctx);
+using PassFn = std::function<Result<int>(ir::Graph& g, const PassContext& ctx)>;
 
 // Cleanup (level 1 and up; also run on If/Loop/Scan bodies).
 Result<int> eliminate_dead_code(ir::Graph& g, const PassContext& ctx);
@@ -16,7 +18,7 @@ Result<int> eliminate_identity(ir::Graph& g, const PassContext& ctx);
 Result<int> fold_constants(ir::Graph& g, const PassContext& ctx);
 Result<int> simplify_transpose_reshape(ir::Graph& g, const PassContext& ctx);
 
-// The pass of that name (as pipeline.cc lists it), or null.
+// The pass of that name (as pipeline.cc lists it, or a legalization rule's name), or an empty function.
 PassFn pass_by_name(const std::string& name);
 
 // Fusions and recognitions (level 2 and up).

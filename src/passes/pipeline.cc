@@ -41,30 +41,6 @@ const std::vector<PassEntry>& fusion_passes() {
   return k;
 }
 
-// Legalization rules as passes (each rewrites every node it matches): not in any level's pipeline
-// (legalize() applies them where a target lacks the op), listed so fixtures can name them.
-const std::vector<PassEntry>& legalize_passes() {
-  static const std::vector<PassEntry> k = {
-      {"legalize_hard_swish", legalize_hard_swish},
-      {"legalize_hard_sigmoid", legalize_hard_sigmoid},
-      {"legalize_gelu", legalize_gelu},
-      {"legalize_mish", legalize_mish},
-      {"legalize_silu", legalize_silu},
-      {"legalize_softplus", legalize_softplus},
-      {"legalize_layer_normalization", legalize_layer_normalization},
-      {"legalize_group_normalization", legalize_group_normalization},
-      {"legalize_instance_normalization", legalize_instance_normalization},
-      {"legalize_reduce_l2", legalize_reduce_l2},
-      {"legalize_reduce_log_sum_exp", legalize_reduce_log_sum_exp},
-      {"legalize_prelu", legalize_prelu},
-      {"legalize_cast_like", legalize_cast_like},
-      {"legalize_upsample", legalize_upsample},
-      {"legalize_resize", legalize_resize},
-      {"legalize_einsum", legalize_einsum},
-  };
-  return k;
-}
-
 std::vector<PassEntry> passes_for(int level) {
   std::vector<PassEntry> out;
   if (level >= 1) {
@@ -78,9 +54,14 @@ std::vector<PassEntry> passes_for(int level) {
 }  // namespace
 
 PassFn pass_by_name(const std::string& name) {
-  for (const auto* list : {&cleanup_passes(), &fusion_passes(), &legalize_passes()})
+  for (const auto* list : {&cleanup_passes(), &fusion_passes()})
     for (const PassEntry& p : *list)
       if (name == p.name) return p.fn;
+  // A legalization rule (not in any level's pipeline: legalize() applies them where a target lacks
+  // the op) as a pass that rewrites every node it matches, so fixtures can name it.
+  for (const LegalizeRule& r : legalize_rules())
+    if (name == r.name)
+      return [rule = std::string(r.name)](ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, rule.c_str()); };
   return nullptr;
 }
 
