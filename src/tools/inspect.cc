@@ -1,6 +1,7 @@
 #include "tools/inspect.h"
 #include "tools/run_inputs.h"
 #include "runtime/model_session.h"
+#include "runtime/prepare.h"
 
 #include <set>
 
@@ -208,14 +209,10 @@ Result<ModelSummary> inspect_model(const std::string& path, const InspectOptions
   io.allow_newer_opset = true;  // inspect says so (opset_warning) rather than refusing
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, runtime::open_model(path, io));
   if (!opts.shapes.empty()) {
+    // The same validation run and compile apply (rank, static dims, a known input).
     for (const auto& [name, dims] : opts.shapes) {
-      ir::Value* v = model->graph->find_local_value(name);
-      if (!v || !v->is_graph_input || v->is_constant())
-        return Status::invalid("--shape " + name + "=...: the model has no input '" + name + "'");
-      if (v->shape && v->shape->size() != dims.size())
-        return Status::invalid("--shape " + name + "=" + dims_to_string(dims) + " has rank " +
-                               std::to_string(dims.size()) + " but '" + name + "' is declared as " + v->type_string());
-      v->shape = to_shape(dims);
+      FERRY_RETURN_IF_ERROR(runtime::check_fixed_shape(*model->graph, name, dims).with_context("--shape"));
+      model->graph->find_local_value(name)->shape = to_shape(dims);
     }
     Status st = ops::infer_graph(*model->graph);
     if (!st.ok()) return st.with_context(path + " (with the given --shape)");

@@ -183,4 +183,21 @@ check("bench --input FILE fixes a dynamic width", rc == 0, (rc, err))
 u.expect_error("bench without the file names the dim to give", ["bench", wide, "--iterations", "1"],
                "--shape x=1,<width>")
 
+# inspect validates --shape as run and compile do: a contradicted static dim is an error, not FLOPs for it.
+u.expect_error("inspect --shape contradicting a static dim", ["inspect", cnn_src, "--shape", "x=2,3,100,100"],
+               "contradicts", "'x'")
+
+# migrate --shape on a model with dynamic H/W: the shape reaches every stage (bench's fp32 baseline too).
+dyn = save(model([helper.make_node("Conv", ["images", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                 [vi("images", F, [1, 3, "height", "width"])], [vi("y", F, [1, 4, "height", "width"])],
+                 [const("w", [4, 3, 3, 3])], opset=17), os.path.join(tmp, "dyn_hw.onnx"))
+outdir = os.path.join(tmp, "migrate_dyn")
+rc, out, err = u.ferry("migrate", dyn, "--target", "ascend910b", "--shape", "images=1,3,32,32", "-o", outdir, timeout=300)
+rep = json.load(open(os.path.join(outdir, "report.json"))) if os.path.exists(os.path.join(outdir, "report.json")) else {}
+bench = next((s for s in rep.get("stages", []) if s["name"] == "bench"), {})
+check("migrate --shape on dynamic H/W: the bench stage has its fp32 baseline",
+      bench.get("status") == "ok" and "no fp32 baseline" not in bench.get("summary", "") and
+      "baseline_fp32_median_ms" in rep.get("bench", {}), (bench, err[-800:]))
+
 u.finish()
