@@ -78,7 +78,10 @@ Bf16Choice choose_bf16(const CpuOptions& o) {
   Bf16Choice c;
   c.supported = isa_has(dnnl::cpu_isa::avx512_core_bf16);
   if (!c.supported) {
-    c.why = std::string("this CPU has no avx512_bf16") + (o.bf16 == Choice::kOn ? " (--cpu-bf16 on cannot apply)" : "");
+    // The CPU may have it while oneDNN is capped below it (ONEDNN_MAX_CPU_ISA): say which.
+    c.why = __builtin_cpu_supports("avx512bf16") ? "oneDNN dispatches below avx512_bf16 here (ONEDNN_MAX_CPU_ISA)"
+                                                 : "this CPU has no avx512_bf16";
+    if (o.bf16 == Choice::kOn) c.why += " (--cpu-bf16 on cannot apply)";
     return c;
   }
   if (o.bf16 == Choice::kOff) {
