@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "frontend/onnx/import.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
 #include "passes/precision.h"
@@ -54,6 +55,8 @@ int run_compare_cmd(const CompareArgs& a) {
   o.ranges = a.ranges;
   o.thresholds = a.th;
   o.progress = progress;
+  // The golden and the candidate both open the model: it is read and imported once.
+  frontend::ImportCache import_cache;
   auto rep = tools::compare::run_compare(o);
   if (!rep.ok()) return report_error(rep.status());
   std::fputs(tools::compare::format_report(*rep).c_str(), stdout);

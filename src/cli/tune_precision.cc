@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "frontend/onnx/import.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
 #include "tools/tune_precision.h"
@@ -49,6 +50,8 @@ int run_tune(const TuneArgs& a) {
     std::ofstream probe(path, std::ios::app);  // find out now, not after the search, that it cannot be written
     if (!probe) return report_error(Status::io("cannot write '" + path + "'"));
   }
+  // The golden and every trial open the model: it is read and imported once.
+  frontend::ImportCache import_cache;
   auto r = tools::tune_precision(o);
   if (!r.ok()) return report_error(r.status());
   std::fputs(tools::format_tune_report(*r).c_str(), stdout);
