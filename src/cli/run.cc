@@ -98,6 +98,9 @@ int run_run(const RunArgs& a) {
   std::printf("ran in %.3f s (%s backend, opt level %d%s%s)\n", run_s, a.session.backend.c_str(),
               compiled ? compiled->opt_level : a.session.opt_level, compiled ? ", compiled" : "",
               precision == "fp32" ? "" : (", precision " + precision).c_str());
+  // Kernel choices asked for (flags, or the .ferry file's): said when any is not `auto`.
+  if (const backends::CpuOptions& cpu = ran.options().backend_options.cpu; a.session.backend == "cpu" && !(cpu == backends::CpuOptions{}))
+    std::printf("cpu kernels: %s\n", backends::to_string(cpu).c_str());
 
   if (!a.dump_dir.empty()) {
     for (const std::string& n : dump_notes) std::printf("note: %s\n", n.c_str());

@@ -200,4 +200,14 @@ check("migrate --shape on dynamic H/W: the bench stage has its fp32 baseline",
       bench.get("status") == "ok" and "no fp32 baseline" not in bench.get("summary", "") and
       "baseline_fp32_median_ms" in rep.get("bench", {}), (bench, err[-800:]))
 
+# Kernel choices are typed options: given to compile, stored in the .ferry, applied and shown when it runs.
+wf = os.path.join(tmp, "cnn_wino_off.ferry")
+rc, out, err = u.ferry("compile", cnn_src, "-o", wf, "--cpu-winograd", "off", "--cpu-gemm", "onednn")
+check("compile --cpu-winograd off --cpu-gemm onednn", rc == 0, err)
+rc, out, err = u.ferry("run", wf)
+check("run X.ferry applies and shows the stored kernel choices",
+      rc == 0 and "gemm=onednn" in out and "winograd=off" in out, (out, err))
+rc, out, err = u.ferry("run", cnn_src, "--cpu-gemm", "bogus")
+check("--cpu-gemm bogus is a usage error", rc == 2, (rc, err))
+
 u.finish()
