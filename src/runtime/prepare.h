@@ -57,6 +57,9 @@ struct PrepareReport {
   // in graph order; empty without a target. Fused nodes' provenance leads back to these names.
   std::vector<std::pair<std::string, targets::NodePlacement>> placement;
   int host_nodes = 0;        // placed on the host or unsupported (they run fp32 on the CPU)
+  // The memory plan of the main graph, filled in when a Session plans the prepared model (executor.h):
+  // intermediates placed in the arena, the arena's bytes, and what one buffer each would take.
+  size_t planned_values = 0, arena_bytes = 0, naive_bytes = 0;
 };
 
 // Prepares `model` in place. Errors name the model, the input, the pass or the flag.

@@ -104,6 +104,11 @@ Result<std::unique_ptr<Session>> Session::from_prepared(std::unique_ptr<ir::Mode
   s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena);
   Status st = s->executor_->prepare(*s->model_->graph);
   if (!st.ok()) return st.with_context(s->model_->source_path);
+  if (const GraphPlan* plan = s->executor_->main_plan(); plan && plan->memory) {
+    s->prepared_.planned_values = plan->memory->values.size();
+    s->prepared_.arena_bytes = plan->memory->plan.arena_bytes;
+    s->prepared_.naive_bytes = plan->memory->plan.naive_bytes;
+  }
   release_load_memory();
   return s;
 }
