@@ -17,9 +17,9 @@
 
 #include "core/npy.h"
 #include "core/shape.h"
-#include "frontend/onnx/import.h"
 #include "runtime/session.h"
 #include "runtime/model_session.h"
+#include "tools/bench_internal.h"
 
 namespace ferry::tools {
 
@@ -324,10 +324,22 @@ Result<Agreement> compare_outputs(int64_t batch, const std::vector<std::pair<std
   return a;
 }
 
-Result<BenchReport> run_bench(const BenchOptions& o) {
-  auto say = [&](const std::string& s) {
+namespace {
+
+// What every batch of one run shares.
+struct BenchContext {
+  const BenchOptions& o;
+  std::string peer_model;  // the .onnx the peers run
+  std::string tmp_dir;     // with peers: where the .npz inputs and outputs go ("" without peers)
+  int threads = 0;         // resolved, so ferry and the peers use the same
+  bool reset_ok = false;   // the peak-memory reset at the start worked (the kernel allows it)
+  void say(const std::string& s) const {
     if (o.progress) o.progress(s);
-  };
+  }
+};
+
+// The report's header; precision, target and rounds are filled in per batch, from the session.
+BenchReport start_report(const BenchOptions& o) {
   BenchReport r;
   r.model = o.model;
   r.backend = o.backend;
@@ -337,173 +349,172 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   r.warmup = o.warmup;
   r.measure = o.measure;
   r.date_utc = utc_now();
+  return r;
+}
 
-  std::string peer_model = o.peer_model.empty() ? o.model : o.peer_model;
-  if (!o.peers.empty()) {
-    if (fs::path(peer_model).extension() == ".ferry")
-      return Status::invalid("the peers run ONNX models, not " + peer_model +
-                             "; pass the original model with --peer-model FILE.onnx");
-    // Fail before spending minutes on ferry's side when a peer cannot run at all.
-    for (const std::string& p : o.peers) FERRY_RETURN_IF_ERROR(peer_script(p).status());
-    FERRY_RETURN_IF_ERROR(peer_python().status());
+// Fail before spending minutes on ferry's side when a peer cannot run at all.
+Status check_peers(const BenchOptions& o, const std::string& peer_model) {
+  if (o.peers.empty()) return Status();
+  if (fs::path(peer_model).extension() == ".ferry")
+    return Status::invalid("the peers run ONNX models, not " + peer_model +
+                           "; pass the original model with --peer-model FILE.onnx");
+  for (const std::string& p : o.peers) FERRY_RETURN_IF_ERROR(peer_script(p).status());
+  return peer_python().status();
+}
+
+// What the measuring steps of one batch share.
+struct BatchRun {
+  std::string label;  // "batch 8", "model batch"
+  int64_t batch = 0;
+  runtime::Session* session = nullptr;
+  std::map<std::string, RtValue> feeds;
+  PeerFiles files;       // with peers
+  BatchResult result;    // ferry's
+  double measured_s = 0; // ferry's measured time over the rounds so far
+};
+
+// The warmup loop; its first iteration (one-time costs included) is reported on its own.
+Status warm_up(const BenchContext& ctx, BatchRun& b) {
+  std::vector<double> warm;
+  Status st = run_loop(*b.session, b.feeds, ctx.o.warmup, warm, b.result.warmup_s, nullptr);
+  if (!st.ok()) return st.with_context(ctx.o.model);
+  b.result.warmup_iterations = static_cast<int64_t>(warm.size());
+  b.result.first_run_ms = warm.empty() ? 0 : warm.front();
+  return Status();
+}
+
+// One untimed run whose outputs the peers' are compared with.
+Status write_ferry_outputs(const BenchContext& ctx, const BatchRun& b) {
+  auto outs = b.session->run(b.feeds);
+  if (!outs.ok()) return outs.status().with_context(ctx.o.model);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (auto& [name, v] : *outs)
+    if (v.is_tensor()) tensors.emplace_back(name, v.tensor);
+  return write_npz(b.files.ferry_npz, tensors);
+}
+
+// Ferry's share of round `round`, with a progress line at most every 5 s (`last_say` spans the rounds).
+Status measure_ferry_round(const BenchContext& ctx, BatchRun& b, int rounds, int round, Clock::time_point& last_say) {
+  ctx.say(rounds == 1 ? b.label + ": measuring ..."
+                      : fmt::format("{}: measuring, round {} of {} ...", b.label, round + 1, rounds));
+  const size_t before = b.result.latencies_ms.size();
+  auto tick = [&](int64_t n, double elapsed) {
+    if (seconds_since(last_say) < 5) return;
+    last_say = Clock::now();
+    ctx.say(fmt::format("{}: {} iterations in {:.1f} s, last {:.2f} ms", b.label, static_cast<int64_t>(before) + n,
+                        b.measured_s + elapsed, b.result.latencies_ms.back()));
+  };
+  double round_s = 0;
+  Status st = run_loop(*b.session, b.feeds, round_policy(ctx.o.measure, rounds, round), b.result.latencies_ms,
+                       round_s, tick);
+  if (!st.ok()) return st.with_context(ctx.o.model);
+  b.measured_s += round_s;
+  return Status();
+}
+
+// A peer's share of round `round` (a child process, which warms up each time); after the last round, how
+// far its outputs are from ferry's.
+Status peer_round(const BenchContext& ctx, const BatchRun& b, const std::string& name, int rounds, int round,
+                  PeerResult& into) {
+  PeerJob job{name, ctx.peer_model, ctx.threads, ctx.o.warmup, round_policy(ctx.o.measure, rounds, round),
+              {b.files.peer}};
+  job.batches[0].outputs = fmt::format(fmt::runtime(job.batches[0].outputs), name);
+  FERRY_ASSIGN_OR_RETURN(PeerResult pr, run_peer(job, ctx.o.progress));
+  if (pr.results.size() != 1) return Status::internal("the " + name + " peer returned no result for " + b.label);
+  add_peer_round(into, std::move(pr), round == 0);
+  if (round + 1 != rounds) return Status();
+  auto theirs = read_npz(job.batches[0].outputs);
+  auto ours = read_npz(b.files.ferry_npz);
+  if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
+  if (!ours.ok()) return ours.status();
+  FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(b.batch, *ours, *theirs));
+  into.agreement.push_back(std::move(ag));
+  return Status();
+}
+
+// The rounds alternate ferry and each peer, so a shared machine's drift falls on both sides of a ratio.
+Status measure_rounds(const BenchContext& ctx, BatchRun& b, int rounds, std::vector<PeerResult>& peer_results) {
+  auto last_say = Clock::now();
+  for (int round = 0; round < rounds; ++round) {
+    FERRY_RETURN_IF_ERROR(measure_ferry_round(ctx, b, rounds, round, last_say));
+    for (size_t pi = 0; pi < ctx.o.peers.size(); ++pi)
+      FERRY_RETURN_IF_ERROR(peer_round(ctx, b, ctx.o.peers[pi], rounds, round, peer_results[pi]));
   }
+  return Status();
+}
 
+// The statistics, once a batch's rounds are done, pool each side's rounds; the peak memory is this batch's
+// when both resets worked, else the process's.
+void finish_batch(const BenchContext& ctx, BatchRun& b, bool scoped, std::vector<PeerResult>& peer_results) {
+  b.result.stats = compute_stats(b.result.latencies_ms, b.batch, b.measured_s);
+  b.result.peak_rss_bytes = peak_rss_bytes();
+  b.result.peak_rss_scope = scoped && ctx.reset_ok ? "batch" : "process";
+  for (PeerResult& p : peer_results) {
+    BatchResult& pb = p.results.back();
+    pb.stats = compute_stats(pb.latencies_ms, pb.batch, pb.stats.total_s);
+  }
+}
+
+// One batch: load, inputs, warmup, then the measurement rounds; appends ferry's result to `r` and each
+// peer's to `peer_results`.
+Status bench_batch(const BenchContext& ctx, std::optional<int64_t> want, BenchReport& r,
+                   std::vector<PeerResult>& peer_results) {
+  BatchRun b;
+  b.label = want ? fmt::format("batch {}", *want) : std::string("model batch");
+  // Freed memory of the previous batch's session goes back to the system before the peak is reset,
+  // so each batch's peak counts this batch only (plus the process's baseline).
+  ::malloc_trim(0);
+  const bool scoped = reset_peak_rss();
+  ctx.say(b.label + ": loading " + ctx.o.model + " ...");
+  auto t0 = Clock::now();
+  FERRY_ASSIGN_OR_RETURN(BatchModel m, load_batch_model(ctx.o, want, ctx.threads));
+  r.precision = m.first().precision_description();  // the target's default may apply
+  r.target = m.first().target_label();
+  b.batch = m.batch;
+  b.result.batch = m.batch;
+  b.result.load_s = seconds_since(t0);
+
+  FERRY_ASSIGN_OR_RETURN(BatchInputs inputs, prepare_batch_inputs(ctx.o, m, want, b.result));
+  b.feeds = std::move(inputs.feeds);
+  if (!ctx.tmp_dir.empty()) {
+    FERRY_ASSIGN_OR_RETURN(b.files, write_peer_inputs(ctx.tmp_dir, b.batch, r.results.size(), inputs.arrays));
+  }
+  FERRY_ASSIGN_OR_RETURN(b.session, session_for_batch(m, b.feeds, ctx.o.model));
+  ctx.say(fmt::format("{}: loaded in {:.2f} s; warming up ...", b.label, b.result.load_s));
+  FERRY_RETURN_IF_ERROR(warm_up(ctx, b));
+  if (!ctx.tmp_dir.empty()) FERRY_RETURN_IF_ERROR(write_ferry_outputs(ctx, b));
+
+  const int rounds = ctx.o.peers.empty() ? 1 : effective_rounds(ctx.o.measure, ctx.o.rounds);
+  r.rounds = rounds;
+  FERRY_RETURN_IF_ERROR(measure_rounds(ctx, b, rounds, peer_results));
+  finish_batch(ctx, b, scoped, peer_results);
+  ctx.say(fmt::format("{}: median {:.3f} ms over {} iterations", b.label, b.result.stats.median_ms,
+                      b.result.stats.iterations));
+  r.results.push_back(std::move(b.result));
+  return Status();
+}
+
+}  // namespace
+
+Result<BenchReport> run_bench(const BenchOptions& o) {
+  BenchReport r = start_report(o);
+  BenchContext ctx{o, o.peer_model.empty() ? o.model : o.peer_model};
+  FERRY_RETURN_IF_ERROR(check_peers(o, ctx.peer_model));
   TempDir tmp;
   if (!o.peers.empty()) {
     FERRY_ASSIGN_OR_RETURN(tmp.path, make_temp_dir());
   }
+  ctx.tmp_dir = tmp.path;
+  ctx.threads = r.threads;
   std::vector<PeerResult> peer_results(o.peers.size());
 
+  // No --batch: one run at the model's own batch.
   std::vector<std::optional<int64_t>> batches;
   for (int64_t b : o.batches) batches.push_back(b);
   if (batches.empty()) batches.push_back(std::nullopt);
-  const bool reset_ok = reset_peak_rss();
+  ctx.reset_ok = reset_peak_rss();
 
-  for (const std::optional<int64_t>& want : batches) {
-    std::string label = want ? fmt::format("batch {}", *want) : std::string("model batch");
-    // Freed memory of the previous batch's session goes back to the system before the peak is reset,
-    // so each batch's peak counts this batch only (plus the process's baseline).
-    ::malloc_trim(0);
-    bool scoped = reset_peak_rss();
-    say(label + ": loading " + o.model + " ...");
-    auto t0 = Clock::now();
-    // A .ferry file opens through the model loader (its graph is already optimized; a geared file runs the
-    // gear that fits the batch); an .onnx file is imported and optimized for this batch's shapes.
-    const bool ferry_file = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kFerry;
-    frontend::ImportOptions import;
-    import.allow_newer_opset = o.allow_newer_opset;
-    auto model = runtime::open_model(o.model, import);
-    if (!model.ok()) return model.status();
-    auto shapes = resolve_batch_shapes(*(*model)->graph, o.inputs.shapes, want);
-    if (!shapes.ok()) return shapes.status();
-    int64_t batch = shapes->second;
-    runtime::SessionOptions so;
-    so.backend = o.backend;
-    so.input_shapes = shapes->first;
-    so.opt_level = o.opt_level;
-    so.precision = o.precision;
-    so.target = o.target;
-    so.precision_given = o.precision_given;
-    so.allow_newer_opset = o.allow_newer_opset;
-    so.backend_options.threads = r.threads;
-    so.backend_options.cpu = o.cpu;
-    std::unique_ptr<runtime::ModelSession> runner;
-    std::unique_ptr<runtime::Session> own_session;
-    if (ferry_file) {
-      model->reset();
-      auto opened = runtime::ModelSession::open(o.model, so);
-      if (!opened.ok()) return opened.status();
-      runner = std::move(opened).value();
-    } else {
-      auto created = runtime::Session::from_model(std::move(model).value(), so);
-      if (!created.ok()) return created.status();
-      own_session = std::move(created).value();
-    }
-    {
-      runtime::Session& first = runner ? runner->session(0) : *own_session;
-      r.precision = first.precision_description();  // the target's default may apply
-      r.target = first.target_label();
-    }
-    BatchResult br;
-    br.batch = batch;
-    br.load_s = seconds_since(t0);
-
-    InputOptions io = o.inputs;
-    io.shapes = shapes->first;
-    // Files keep their own shapes: --shape for a file-fed input is only checked against it.
-    for (const auto& [name, file] : io.files) io.shapes.erase(name);
-    auto prepared = prepare_inputs(runner ? runner->graph() : own_session->graph(), io);
-    if (!prepared.ok()) return prepared.status();
-    std::map<std::string, RtValue> feeds;
-    std::vector<std::pair<std::string, Tensor>> arrays;
-    for (const PreparedInput& in : *prepared) {
-      if (want && in.tensor.rank() >= 1 && in.tensor.dims()[0] != *want)
-        return Status::invalid("input '" + in.name + "' from " + in.source + " holds " + in.tensor.describe() +
-                               ", whose dim 0 is not the batch " + std::to_string(*want));
-      br.input_shapes[in.name] = in.tensor.dims();
-      feeds.emplace(in.name, RtValue(in.tensor));
-      arrays.emplace_back(in.name, in.tensor);
-    }
-    // With peers: this batch's inputs for them, and where they and ferry put their outputs.
-    const size_t batch_index = r.results.size();
-    PeerJob::Batch peer_batch;
-    std::string ferry_npz;
-    if (!tmp.path.empty()) {
-      fs::path dir(tmp.path);
-      peer_batch = {batch, (dir / fmt::format("inputs_{}.npz", batch_index)).string(),
-                    (dir / fmt::format("{{}}_outputs_{}.npz", batch_index)).string()};
-      ferry_npz = (dir / fmt::format("ferry_outputs_{}.npz", batch_index)).string();
-      FERRY_RETURN_IF_ERROR(write_npz(peer_batch.inputs, arrays));
-    }
-    runtime::Session* session = own_session.get();
-    if (runner) {
-      auto which = runner->pick_session(feeds);
-      if (!which.ok()) return which.status().with_context(o.model);
-      session = &runner->session(*which);
-    }
-    say(fmt::format("{}: loaded in {:.2f} s; warming up ...", label, br.load_s));
-
-    std::vector<double> warm;
-    Status st = run_loop(*session, feeds, o.warmup, warm, br.warmup_s, nullptr);
-    if (!st.ok()) return st.with_context(o.model);
-    br.warmup_iterations = static_cast<int64_t>(warm.size());
-    br.first_run_ms = warm.empty() ? 0 : warm.front();
-
-    if (!tmp.path.empty()) {
-      // One untimed run whose outputs the peers' are compared with.
-      auto outs = session->run(feeds);
-      if (!outs.ok()) return outs.status().with_context(o.model);
-      std::vector<std::pair<std::string, Tensor>> tensors;
-      for (auto& [name, v] : *outs)
-        if (v.is_tensor()) tensors.emplace_back(name, v.tensor);
-      FERRY_RETURN_IF_ERROR(write_npz(ferry_npz, tensors));
-    }
-
-    const int rounds = o.peers.empty() ? 1 : effective_rounds(o.measure, o.rounds);
-    r.rounds = rounds;
-    auto last_say = Clock::now();
-    double measured_s = 0;
-    for (int round = 0; round < rounds; ++round) {
-      say(rounds == 1 ? label + ": measuring ..." : fmt::format("{}: measuring, round {} of {} ...", label, round + 1, rounds));
-      const size_t before = br.latencies_ms.size();
-      auto tick = [&](int64_t n, double elapsed) {
-        if (seconds_since(last_say) < 5) return;
-        last_say = Clock::now();
-        say(fmt::format("{}: {} iterations in {:.1f} s, last {:.2f} ms", label, static_cast<int64_t>(before) + n,
-                        measured_s + elapsed, br.latencies_ms.back()));
-      };
-      double round_s = 0;
-      st = run_loop(*session, feeds, round_policy(o.measure, rounds, round), br.latencies_ms, round_s, tick);
-      if (!st.ok()) return st.with_context(o.model);
-      measured_s += round_s;
-      for (size_t pi = 0; pi < o.peers.size(); ++pi) {
-        const std::string& name = o.peers[pi];
-        PeerJob job{name, peer_model, r.threads, o.warmup, round_policy(o.measure, rounds, round), {peer_batch}};
-        job.batches[0].outputs = fmt::format(fmt::runtime(job.batches[0].outputs), name);
-        FERRY_ASSIGN_OR_RETURN(PeerResult pr, run_peer(job, o.progress));
-        if (pr.results.size() != 1) return Status::internal("the " + name + " peer returned no result for " + label);
-        add_peer_round(peer_results[pi], std::move(pr), round == 0);
-        if (round + 1 == rounds) {
-          auto theirs = read_npz(job.batches[0].outputs);
-          auto ours = read_npz(ferry_npz);
-          if (!theirs.ok()) return theirs.status().with_context("the " + name + " peer's outputs");
-          if (!ours.ok()) return ours.status();
-          FERRY_ASSIGN_OR_RETURN(Agreement ag, compare_outputs(batch, *ours, *theirs));
-          peer_results[pi].agreement.push_back(std::move(ag));
-        }
-      }
-    }
-    br.stats = compute_stats(br.latencies_ms, batch, measured_s);
-    br.peak_rss_bytes = peak_rss_bytes();
-    br.peak_rss_scope = scoped && reset_ok ? "batch" : "process";
-    for (PeerResult& p : peer_results) {
-      BatchResult& pb = p.results.back();
-      pb.stats = compute_stats(pb.latencies_ms, pb.batch, pb.stats.total_s);
-    }
-    say(fmt::format("{}: median {:.3f} ms over {} iterations", label, br.stats.median_ms, br.stats.iterations));
-    r.results.push_back(std::move(br));
-  }
-
+  for (const std::optional<int64_t>& want : batches) FERRY_RETURN_IF_ERROR(bench_batch(ctx, want, r, peer_results));
   r.peers = std::move(peer_results);
   return r;
 }

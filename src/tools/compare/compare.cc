@@ -121,10 +121,26 @@ std::vector<Row> compare_outputs(const std::vector<std::pair<std::string, RtValu
   return rows;
 }
 
-Result<CompareReport> run_compare(const CompareOptions& o) {
-  auto progress = [&](const std::string& s) {
+namespace {
+
+// What the steps of one comparison share, filled in as they go.
+struct Comparison {
+  explicit Comparison(const CompareOptions& opts) : o(opts) {}
+  const CompareOptions& o;
+  bool is_onnx = false;
+  std::unique_ptr<ir::Model> original;                 // the model file as given (what dumps are named after)
+  std::map<std::string, Origin> origin;                // of the original's tensors
+  std::unique_ptr<runtime::ModelSession> cand_runner;  // null with --candidate DIR
+  std::map<std::string, RtValue> feeds;
+  CapturedRun cand;
+  TensorMap golden;
+  void progress(const std::string& s) const {
     if (o.progress) o.progress(s);
-  };
+  }
+};
+
+// The report's header, from the flags alone.
+CompareReport start_report(const CompareOptions& o) {
   CompareReport rep;
   rep.model = o.model;
   rep.golden = describe(o.golden);
@@ -132,190 +148,261 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   rep.single_op = o.single_op;
   rep.layerwise = o.layerwise || o.single_op;
   rep.ranges = o.ranges;
-  const bool keep = rep.layerwise || o.ranges;
-  if (o.single_op && !o.candidate_dir.empty())
-    return Status::invalid("--single-op re-runs candidate nodes, which a --candidate folder of dumps cannot do");
+  return rep;
+}
 
-  progress("loading " + o.model + " ...");
-  const bool is_onnx = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kOnnx;
-  if (!is_onnx && o.golden.kind == GoldenSpec::Kind::kReference && o.candidate_dir.empty())
+// Opens the model as given (its tensor names and origins label every row) and the candidate: a session,
+// or a folder of dumps that must exist.
+Status open_models(Comparison& c, CompareReport& rep) {
+  const CompareOptions& o = c.o;
+  c.progress("loading " + o.model + " ...");
+  c.is_onnx = runtime::detect_model_file(o.model) == runtime::ModelFileKind::kOnnx;
+  if (!c.is_onnx && o.golden.kind == GoldenSpec::Kind::kReference && o.candidate_dir.empty())
     rep.notes.push_back("a .ferry file holds the compiled (already optimized) graph, so the reference golden runs that "
                         "graph; pass --golden MODEL.onnx to compare against the model as imported");
   frontend::ImportOptions import;
   import.allow_newer_opset = o.candidate.allow_newer_opset;
-  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> original, runtime::open_model(o.model, import));
-  const std::map<std::string, Origin> origin = origins_of(*original->graph);
+  FERRY_ASSIGN_OR_RETURN(c.original, runtime::open_model(o.model, import));
+  c.origin = origins_of(*c.original->graph);
 
-  std::unique_ptr<runtime::ModelSession> cand_runner;
   if (o.candidate_dir.empty()) {
     runtime::SessionOptions so = o.candidate;
     so.input_shapes = o.inputs.shapes;
-    FERRY_ASSIGN_OR_RETURN(cand_runner, runtime::ModelSession::open(o.model, so));
-    rep.candidate = describe_candidate(*cand_runner, o.candidate);
+    FERRY_ASSIGN_OR_RETURN(c.cand_runner, runtime::ModelSession::open(o.model, so));
+    rep.candidate = describe_candidate(*c.cand_runner, o.candidate);
   } else {
     std::error_code ec;
     if (!fs::is_directory(o.candidate_dir, ec))
       return Status::invalid("--candidate '" + o.candidate_dir + "' is not a folder");
     rep.candidate = "tensors in " + o.candidate_dir;
   }
-  const ir::Graph& in_graph = cand_runner ? cand_runner->graph() : *original->graph;
+  return Status();
+}
 
+// The inputs both sides run on: the flags', else those a folder of dumps was made with.
+Status prepare_feeds(Comparison& c, CompareReport& rep) {
+  const CompareOptions& o = c.o;
+  const ir::Graph& in_graph = c.cand_runner ? c.cand_runner->graph() : *c.original->graph;
   InputOptions in = o.inputs;
   inputs_from_dir(in, in_graph, o.candidate_dir, rep.notes);
   if (o.golden.kind == GoldenSpec::Kind::kDir) inputs_from_dir(in, in_graph, o.golden.path, rep.notes);
   FERRY_ASSIGN_OR_RETURN(rep.inputs, prepare_inputs(in_graph, in));
-  std::map<std::string, RtValue> feeds;
-  for (const PreparedInput& p : rep.inputs) feeds.emplace(p.name, RtValue(p.tensor));
+  for (const PreparedInput& p : rep.inputs) c.feeds.emplace(p.name, RtValue(p.tensor));
+  return Status();
+}
 
-  // --- candidate
+// Runs the candidate session; its outputs count among its tensors, so layer rows can reach them.
+Result<CapturedRun> run_candidate(const Comparison& c, const std::string& description, bool keep) {
+  c.progress("running the candidate (" + description + ") ...");
+  FERRY_ASSIGN_OR_RETURN(CapturedRun cand, run_capturing(*c.cand_runner, c.feeds, keep));
+  for (const auto& [name, v] : cand.outputs)
+    if (v.is_tensor()) cand.tensors[name] = v.tensor;
+  return cand;
+}
+
+// A folder of dumps read as if the candidate had run: the tensors the model's nodes write, in graph order,
+// and every output (a missing one is an error).
+Result<CapturedRun> load_candidate_dir(const std::string& dir, const ir::Graph& g, std::vector<std::string>& notes) {
   CapturedRun cand;
-  if (cand_runner) {
-    progress("running the candidate (" + rep.candidate + ") ...");
-    FERRY_ASSIGN_OR_RETURN(cand, run_capturing(*cand_runner, feeds, keep));
-    for (const auto& [name, v] : cand.outputs)
-      if (v.is_tensor()) cand.tensors[name] = v.tensor;
-  } else {
-    FERRY_ASSIGN_OR_RETURN(cand.tensors, load_dir(o.candidate_dir, all_names(*original->graph)));
-    for (const ir::Value* v : original->graph->inputs)
-      if (!v->is_constant()) cand.order.push_back({v->name, "", "", {}, nullptr});
-    for (const auto& n : original->graph->nodes)
-      for (const ir::Value* v : n->outputs)
-        if (v && cand.tensors.count(v->name)) {
-          const ir::Node& d = described_node(*n);
-          cand.order.push_back({v->name, d.name, d.op_type, d.provenance, nullptr});
-          cand.nonfinite[v->name] = count_nonfinite(cand.tensors.at(v->name));
-        }
-    for (const ir::Value* v : original->graph->outputs) {
-      auto it = cand.tensors.find(v->name);
-      if (it == cand.tensors.end())
-        return Status::invalid("--candidate " + o.candidate_dir + " has no file for the output '" + v->name + "' (" +
-                               sanitize_name(v->name) + ".npy)");
-      cand.outputs.emplace_back(v->name, RtValue(it->second));
-    }
-    if (cand.order.size() <= original->graph->inputs.size())
-      rep.notes.push_back("--candidate " + o.candidate_dir + " holds no intermediate tensor of this model");
+  FERRY_ASSIGN_OR_RETURN(cand.tensors, load_dir(dir, all_names(g)));
+  for (const ir::Value* v : g.inputs)
+    if (!v->is_constant()) cand.order.push_back({v->name, "", "", {}, nullptr});
+  for (const auto& n : g.nodes)
+    for (const ir::Value* v : n->outputs)
+      if (v && cand.tensors.count(v->name)) {
+        const ir::Node& d = described_node(*n);
+        cand.order.push_back({v->name, d.name, d.op_type, d.provenance, nullptr});
+        cand.nonfinite[v->name] = count_nonfinite(cand.tensors.at(v->name));
+      }
+  for (const ir::Value* v : g.outputs) {
+    auto it = cand.tensors.find(v->name);
+    if (it == cand.tensors.end())
+      return Status::invalid("--candidate " + dir + " has no file for the output '" + v->name + "' (" +
+                             sanitize_name(v->name) + ".npy)");
+    cand.outputs.emplace_back(v->name, RtValue(it->second));
   }
+  if (cand.order.size() <= g.inputs.size())
+    notes.push_back("--candidate " + dir + " holds no intermediate tensor of this model");
+  return cand;
+}
 
-  // --- golden
-  TensorMap golden;
-  std::vector<std::string> names = all_names(*original->graph);
-  for (const Seen& s : cand.order) names.push_back(s.onnx_name);
+// ONNX Runtime as the golden: the inputs go to its script as an .npz in a temporary folder, which is
+// removed whether or not the run worked.
+Result<TensorMap> onnxruntime_golden(const Comparison& c, const std::vector<PreparedInput>& inputs,
+                                     const std::vector<std::string>& names) {
+  if (!c.is_onnx) return Status::invalid("--golden onnxruntime needs an ONNX model, not a compiled .ferry file");
+  char tmpl[] = "/tmp/ferry_compare_XXXXXX";
+  if (!::mkdtemp(tmpl)) return Status::io("cannot create a temporary folder for the ONNX Runtime golden");
+  const fs::path tmp = tmpl;
+  std::vector<std::pair<std::string, Tensor>> arrays;
+  for (const PreparedInput& p : inputs) arrays.emplace_back(p.name, p.tensor);
+  Status st = write_npz((tmp / "inputs.npz").string(), arrays);
+  c.progress("running the golden (ONNX Runtime) ...");
+  if (st.ok()) st = run_onnxruntime_golden(c.o.model, (tmp / "inputs.npz").string(), (tmp / "golden").string());
+  Result<TensorMap> loaded = st.ok() ? load_dir((tmp / "golden").string(), names) : Result<TensorMap>(st);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  return loaded;
+}
+
+// The golden tensors, from whichever golden was asked for, under the original's and the candidate's names.
+Result<TensorMap> golden_tensors(const Comparison& c, const CompareReport& rep, bool keep) {
+  const CompareOptions& o = c.o;
+  std::vector<std::string> names = all_names(*c.original->graph);
+  for (const Seen& s : c.cand.order) names.push_back(s.onnx_name);
   switch (o.golden.kind) {
     case GoldenSpec::Kind::kReference:
     case GoldenSpec::Kind::kModel: {
       const std::string path = o.golden.kind == GoldenSpec::Kind::kModel ? o.golden.path : o.model;
-      progress("running the golden (" + rep.golden + ") ...");
+      c.progress("running the golden (" + rep.golden + ") ...");
       // Keep the golden's intermediates also when the candidate went non-finite somewhere: the advisor
       // says how large the golden values there are.
       bool any_nonfinite = false;
-      for (const auto& [n, c] : cand.nonfinite) any_nonfinite |= c.first + c.second > 0;
-      FERRY_ASSIGN_OR_RETURN(golden, run_reference_golden(path, feeds, o.inputs.shapes, keep || any_nonfinite,
-                                                          o.candidate.backend_options.threads, o.candidate.allow_newer_opset));
-      break;
+      for (const auto& [n, cnt] : c.cand.nonfinite) any_nonfinite |= cnt.first + cnt.second > 0;
+      return run_reference_golden(path, c.feeds, o.inputs.shapes, keep || any_nonfinite,
+                                  o.candidate.backend_options.threads, o.candidate.allow_newer_opset);
     }
-    case GoldenSpec::Kind::kOnnxRuntime: {
-      if (!is_onnx) return Status::invalid("--golden onnxruntime needs an ONNX model, not a compiled .ferry file");
-      char tmpl[] = "/tmp/ferry_compare_XXXXXX";
-      if (!::mkdtemp(tmpl)) return Status::io("cannot create a temporary folder for the ONNX Runtime golden");
-      const fs::path tmp = tmpl;
-      std::vector<std::pair<std::string, Tensor>> arrays;
-      for (const PreparedInput& p : rep.inputs) arrays.emplace_back(p.name, p.tensor);
-      Status st = write_npz((tmp / "inputs.npz").string(), arrays);
-      progress("running the golden (ONNX Runtime) ...");
-      if (st.ok()) st = run_onnxruntime_golden(o.model, (tmp / "inputs.npz").string(), (tmp / "golden").string());
-      Result<TensorMap> loaded = st.ok() ? load_dir((tmp / "golden").string(), names) : Result<TensorMap>(st);
-      std::error_code ec;
-      fs::remove_all(tmp, ec);
-      if (!loaded.ok()) return loaded.status();
-      golden = std::move(loaded).value();
-      break;
-    }
-    case GoldenSpec::Kind::kDir: {
-      FERRY_ASSIGN_OR_RETURN(golden, load_dir(o.golden.path, names));
-      break;
-    }
+    case GoldenSpec::Kind::kOnnxRuntime:
+      return onnxruntime_golden(c, rep.inputs, names);
+    case GoldenSpec::Kind::kDir:
+      return load_dir(o.golden.path, names);
   }
+  return TensorMap();
+}
 
-  // --- outputs
-  for (const auto& [name, v] : cand.outputs)
+// One row per tensor output, labelled with the ONNX node that produced it.
+void output_rows(const Comparison& c, CompareReport& rep) {
+  for (const auto& [name, v] : c.cand.outputs)
     if (!v.is_tensor()) rep.notes.push_back("output '" + name + "' is not a tensor; not compared");
-  rep.outputs = compare_outputs(cand.outputs, golden, o.thresholds);
+  rep.outputs = compare_outputs(c.cand.outputs, c.golden, c.o.thresholds);
   for (Row& r : rep.outputs)
-    if (auto it = origin.find(r.tensor); it != origin.end()) r.onnx_node = it->second.node, r.op_type = it->second.op;
+    if (auto it = c.origin.find(r.tensor); it != c.origin.end())
+      r.onnx_node = it->second.node, r.op_type = it->second.op;
+}
 
-  // --- layers, in candidate order
+// A layer row for candidate value `s`, labelled with the ONNX node it stands for and the candidate node
+// that computed it.
+Row layer_row(const Comparison& c, const Seen& s, const Tensor& cand, const Tensor& gold) {
+  Row r = make_row(s.onnx_name, cand, &gold, c.o.thresholds, false);
+  if (auto it = c.origin.find(s.onnx_name); it != c.origin.end()) {
+    r.onnx_node = it->second.node;
+    r.op_type = it->second.op;
+  } else if (!s.provenance.empty()) {
+    r.onnx_node = s.provenance.back();
+  }
+  r.candidate_node = s.node;
+  r.candidate_op = s.op;
+  r.provenance = s.provenance;
+  return r;
+}
+
+// Walks the candidate's values in execution order: notes those that went non-finite where the golden did
+// not and, when layerwise, adds a row per value the golden also has. Returns the candidate's values by
+// ONNX name (what --single-op re-runs from).
+std::map<std::string, const ir::Value*> layer_rows(const Comparison& c, CompareReport& rep) {
   std::set<std::string> done;
   std::map<std::string, const ir::Value*> by_onnx;
-  for (const Seen& s : cand.order) {
+  for (const Seen& s : c.cand.order) {
     if (s.node.empty() || !done.insert(s.onnx_name).second) continue;  // graph inputs; repeats
     if (s.value) by_onnx[s.onnx_name] = s.value;
     // Only tensors of the original model count (a pass's internal value that kept a name is not one).
-    const bool known = !is_onnx || origin.count(s.onnx_name) || golden.count(s.onnx_name);
-    auto nf = known ? cand.nonfinite.find(s.onnx_name) : cand.nonfinite.end();
-    auto g = golden.find(s.onnx_name);
-    if (nf != cand.nonfinite.end() && nf->second.first + nf->second.second > 0) {
-      auto gnf = g == golden.end() ? std::pair<int64_t, int64_t>{0, 0} : count_nonfinite(g->second);
+    const bool known = !c.is_onnx || c.origin.count(s.onnx_name) || c.golden.count(s.onnx_name);
+    auto nf = known ? c.cand.nonfinite.find(s.onnx_name) : c.cand.nonfinite.end();
+    auto g = c.golden.find(s.onnx_name);
+    if (nf != c.cand.nonfinite.end() && nf->second.first + nf->second.second > 0) {
+      auto gnf = g == c.golden.end() ? std::pair<int64_t, int64_t>{0, 0} : count_nonfinite(g->second);
       if (nf->second.first > gnf.first || nf->second.second > gnf.second) rep.nonfinite_tensors.push_back(s.onnx_name);
     }
     if (!rep.layerwise) continue;
-    if (g == golden.end()) {
+    if (g == c.golden.end()) {
       ++rep.layers_missing;
       continue;
     }
-    auto c = cand.tensors.find(s.onnx_name);
-    if (c == cand.tensors.end()) continue;
-    Row r = make_row(s.onnx_name, c->second, &g->second, o.thresholds, false);
-    if (auto it = origin.find(s.onnx_name); it != origin.end()) {
-      r.onnx_node = it->second.node;
-      r.op_type = it->second.op;
-    } else if (!s.provenance.empty()) {
-      r.onnx_node = s.provenance.back();
-    }
-    r.candidate_node = s.node;
-    r.candidate_op = s.op;
-    r.provenance = s.provenance;
-    rep.layers.push_back(std::move(r));
+    auto t = c.cand.tensors.find(s.onnx_name);
+    if (t == c.cand.tensors.end()) continue;
+    rep.layers.push_back(layer_row(c, s, t->second, g->second));
   }
+  return by_onnx;
+}
+
+// The first layer row that fails; with dumps, also the uncompared nodes that lead to it.
+void find_first_divergence(const Comparison& c, CompareReport& rep) {
   for (size_t i = 0; i < rep.layers.size(); ++i)
     if (!rep.layers[i].pass()) {
       rep.first_divergent = i;
       break;
     }
-  if (rep.first_divergent && !o.candidate_dir.empty())
-    rep.divergence_span = divergence_span(*original->graph, rep.layers, *rep.first_divergent, cand.tensors);
+  if (rep.first_divergent && !c.o.candidate_dir.empty())
+    rep.divergence_span = divergence_span(*c.original->graph, rep.layers, *rep.first_divergent, c.cand.tensors);
+}
 
-  if (o.single_op && cand_runner) {
-    FERRY_ASSIGN_OR_RETURN(size_t which, cand_runner->pick_session(feeds));
-    progress(fmt::format("single-op: re-running {} unit(s) on golden inputs ...", rep.layers.size()));
-    FERRY_RETURN_IF_ERROR(run_single_op(cand_runner->session(which).model(), by_onnx, golden, o.candidate,
-                                        o.thresholds, rep.layers, progress));
-  }
+// --single-op: re-runs each layer's candidate nodes on golden inputs, in the session these feeds pick.
+Status single_op_rows(const Comparison& c, const std::map<std::string, const ir::Value*>& by_onnx,
+                      CompareReport& rep) {
+  FERRY_ASSIGN_OR_RETURN(size_t which, c.cand_runner->pick_session(c.feeds));
+  c.progress(fmt::format("single-op: re-running {} unit(s) on golden inputs ...", rep.layers.size()));
+  return run_single_op(c.cand_runner->session(which).model(), by_onnx, c.golden, c.o.candidate, c.o.thresholds,
+                       rep.layers, [&](const std::string& s) { c.progress(s); });
+}
 
-  if (o.ranges) {
-    std::vector<std::pair<size_t, std::string>> order;
-    for (const auto& [name, t] : golden) {
-      auto it = origin.find(name);
-      order.emplace_back(it == origin.end() ? 0 : it->second.order, name);
-    }
-    std::sort(order.begin(), order.end());
-    for (const auto& [pos, name] : order) {
-      auto rr = range_of(name, golden.at(name));
-      if (!rr) continue;
-      if (auto it = origin.find(name); it != origin.end()) rr->onnx_node = it->second.node;
-      if (rr->fp16_overflow > 0) rep.fp16_overflow.push_back(name);
-      if (rr->fp16_underflow > 0.01) rep.fp16_underflow.push_back(name);
-      if (rr->bf16_overflow > 0) rep.bf16_overflow.push_back(name);
-      if (rr->bf16_underflow > 0.01) rep.bf16_underflow.push_back(name);
-      rep.range_rows.push_back(std::move(*rr));
-    }
+// --ranges: the golden's value ranges in the original's node order, and the tensors fp16/bf16 would
+// overflow or flush.
+void range_rows(const Comparison& c, CompareReport& rep) {
+  std::vector<std::pair<size_t, std::string>> order;
+  for (const auto& [name, t] : c.golden) {
+    auto it = c.origin.find(name);
+    order.emplace_back(it == c.origin.end() ? 0 : it->second.order, name);
   }
+  std::sort(order.begin(), order.end());
+  for (const auto& [pos, name] : order) {
+    auto rr = range_of(name, c.golden.at(name));
+    if (!rr) continue;
+    if (auto it = c.origin.find(name); it != c.origin.end()) rr->onnx_node = it->second.node;
+    if (rr->fp16_overflow > 0) rep.fp16_overflow.push_back(name);
+    if (rr->fp16_underflow > 0.01) rep.fp16_underflow.push_back(name);
+    if (rr->bf16_overflow > 0) rep.bf16_overflow.push_back(name);
+    if (rr->bf16_underflow > 0.01) rep.bf16_underflow.push_back(name);
+    rep.range_rows.push_back(std::move(*rr));
+  }
+}
+
+// What the advisor needs beyond the rows (how large the golden is where the candidate first went
+// non-finite), the last note, then the advisor.
+void finish_report(const Comparison& c, CompareReport& rep) {
   if (!rep.nonfinite_tensors.empty())
-    if (auto g = golden.find(rep.nonfinite_tensors.front()); g != golden.end())
+    if (auto g = c.golden.find(rep.nonfinite_tensors.front()); g != c.golden.end())
       if (auto rr = range_of(g->first, g->second)) rep.first_nonfinite_golden_absmax = rr->absmax;
   if (rep.layerwise && rep.layers_missing > 0)
     rep.notes.push_back(fmt::format("{} candidate tensor(s) have no golden counterpart and are not compared",
                                     rep.layers_missing));
   advise(rep);
+}
+
+}  // namespace
+
+Result<CompareReport> run_compare(const CompareOptions& o) {
+  CompareReport rep = start_report(o);
+  // Intermediates are kept (deep copies) only when layer rows or ranges need them.
+  const bool keep = rep.layerwise || o.ranges;
+  if (o.single_op && !o.candidate_dir.empty())
+    return Status::invalid("--single-op re-runs candidate nodes, which a --candidate folder of dumps cannot do");
+
+  Comparison c(o);
+  FERRY_RETURN_IF_ERROR(open_models(c, rep));
+  FERRY_RETURN_IF_ERROR(prepare_feeds(c, rep));
+  if (c.cand_runner) {
+    FERRY_ASSIGN_OR_RETURN(c.cand, run_candidate(c, rep.candidate, keep));
+  } else {
+    FERRY_ASSIGN_OR_RETURN(c.cand, load_candidate_dir(o.candidate_dir, *c.original->graph, rep.notes));
+  }
+  FERRY_ASSIGN_OR_RETURN(c.golden, golden_tensors(c, rep, keep));
+
+  output_rows(c, rep);
+  const std::map<std::string, const ir::Value*> by_onnx = layer_rows(c, rep);
+  find_first_divergence(c, rep);
+  if (o.single_op && c.cand_runner) FERRY_RETURN_IF_ERROR(single_op_rows(c, by_onnx, rep));
+  if (o.ranges) range_rows(c, rep);
+  finish_report(c, rep);
   return rep;
 }
 
