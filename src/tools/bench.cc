@@ -470,6 +470,7 @@ Status bench_batch(const BenchContext& ctx, std::optional<int64_t> want, BenchRe
   FERRY_ASSIGN_OR_RETURN(BatchModel m, load_batch_model(ctx.o, want, ctx.threads));
   r.precision = m.first().precision_description();  // the target's default may apply
   r.target = m.first().target_label();
+  r.cpu_kernels = backends::to_string(m.first().options().backend_options.cpu);  // a .ferry file's own choices too
   b.batch = m.batch;
   b.result.batch = m.batch;
   b.result.load_s = seconds_since(t0);

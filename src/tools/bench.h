@@ -137,6 +137,7 @@ struct BenchReport {
   std::string backend;
   int opt_level = 0;
   std::string precision = "fp32";  // passes::describe(mode), "emulated" for fp16
+  std::string cpu_kernels;         // the kernel choices asked for (backends::to_string(CpuOptions))
   std::string target;              // the session's target label ("" none)
   int threads = 0;
   LoopPolicy warmup, measure;

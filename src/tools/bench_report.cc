@@ -85,6 +85,7 @@ std::string format_bench_report(const BenchReport& r) {
                      r.opt_level, r.precision, r.threads, describe(r.warmup), describe(r.measure),
                      r.rounds > 1 ? fmt::format(" in {} rounds alternating with the peers", r.rounds) : "");
   if (!r.target.empty()) out += "target " + r.target + "\n";
+  if (r.backend == "cpu" && !r.cpu_kernels.empty()) out += "cpu kernels: " + r.cpu_kernels + "\n";
   out += table(r.results);
   out += warnings("ferry", r.results);
   for (const PeerResult& p : r.peers) {
@@ -122,6 +123,7 @@ nlohmann::json bench_report_to_json(const BenchReport& r) {
   j["backend"] = r.backend;
   j["precision"] = r.precision;
   j["target"] = r.target;
+  j["cpu_kernels"] = r.cpu_kernels;
   j["opt_level"] = r.opt_level;
   j["threads"] = r.threads;
   j["warmup_policy"] = policy_to_json(r.warmup);
