@@ -5,7 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 apt_packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libflatbuffers-dev flatbuffers-compiler
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
