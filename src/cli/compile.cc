@@ -95,7 +95,7 @@ CommandFn add_compile_command(CLI::App& app) {
             auto r = tools::parse_shape_arg(s, "--input-shape");
             return r.ok() ? std::string() : without_flag(r.status());
           },
-          "NAME:DIMS", "input shape"));
+          "", "input shape"));
   cmd->add_option("--dynamic-batch", args->gears,
                   "batch sizes to prepare (dim 0 of every input stays dynamic; the gear is picked at run time)")
       ->type_name("1,2,4,8")

@@ -102,7 +102,7 @@ inline void add_prepare_flags(CLI::App* cmd, SessionFlags& f) {
       ->type_name("0..3");
   add_precision_flags(cmd, f);
   cmd->add_option("--target", f.target,
-                  "run as on this target (built-in: cpu, reference, ascend310p, ascend910b; or a profile file, "
+                  "prepare and run as on this target (built-in: cpu, reference, ascend310p, ascend910b; or a profile file, "
                   "docs/targets.md): nodes its device lacks stay fp32 on the host, and its default precision applies "
                   "unless --precision says otherwise. ascend* targets have no local device: they are EMULATED on "
                   "this CPU (the device's numerics, CPU timings)")
