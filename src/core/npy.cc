@@ -413,9 +413,9 @@ Result<std::string> encode_npy(const Tensor& t) {
   return out;
 }
 
-Result<Tensor> read_npy(const std::string& path) {
-  InFile f;
-  FERRY_RETURN_IF_ERROR(f.open(path));
+namespace {
+// Reads and validates the header of an open .npy file (the data is not read).
+Result<NpyHeader> read_header(InFile& f, const std::string& path) {
   unsigned char fixed[12] = {};
   size_t n = static_cast<size_t>(std::min<uint64_t>(f.size(), sizeof fixed));
   FERRY_RETURN_IF_ERROR(f.read_at(0, fixed, n, "the .npy header"));
@@ -426,8 +426,21 @@ Result<Tensor> read_npy(const std::string& path) {
                            std::to_string(f.size()) + ")");
   std::string head(total, '\0');
   FERRY_RETURN_IF_ERROR(f.read_at(0, head.data(), total, "the .npy header"));
-  FERRY_ASSIGN_OR_RETURN(NpyHeader h, parse_header(reinterpret_cast<const unsigned char*>(head.data()), total,
-                                                   f.size(), major, path));
+  return parse_header(reinterpret_cast<const unsigned char*>(head.data()), total, f.size(), major, path);
+}
+}  // namespace
+
+Result<std::vector<int64_t>> read_npy_dims(const std::string& path) {
+  InFile f;
+  FERRY_RETURN_IF_ERROR(f.open(path));
+  FERRY_ASSIGN_OR_RETURN(NpyHeader h, read_header(f, path));
+  return h.dims;
+}
+
+Result<Tensor> read_npy(const std::string& path) {
+  InFile f;
+  FERRY_RETURN_IF_ERROR(f.open(path));
+  FERRY_ASSIGN_OR_RETURN(NpyHeader h, read_header(f, path));
   auto t = Tensor::create(h.dtype, h.dims);
   if (!t.ok()) return t.status().with_context(path);
   FERRY_RETURN_IF_ERROR(f.read_at(h.data_offset, t->raw(), h.data_bytes, "the array data"));

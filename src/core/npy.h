@@ -31,6 +31,8 @@ Result<std::string> encode_npy(const Tensor& t);
 
 // Reads one .npy file. Reads the header first and then the data straight into the tensor.
 Result<Tensor> read_npy(const std::string& path);
+// The dims a .npy file holds, from its validated header alone (the data is not read).
+Result<std::vector<int64_t>> read_npy_dims(const std::string& path);
 Status write_npy(const std::string& path, const Tensor& t);
 
 // The arrays of an .npz archive in archive order, keyed by member name without its ".npy" suffix.

@@ -135,7 +135,10 @@ Status prepare(ir::Model& model, const PrepareOptions& opts, PrepareReport* repo
     }
     FERRY_RETURN_IF_ERROR(place_on_target(model, t, precision, rep));
   }
-  FERRY_RETURN_IF_ERROR(optimize_step(model, po, opts, &rep.passes));
+  // Level 0 with nothing fixed leaves the graph as imported (a .ferry file's graph was optimized when
+  // compiled): no re-inference at load.
+  if (opts.opt_level > 0 || !opts.input_shapes.empty() || opts.batch > 0 || !opts.target.empty())
+    FERRY_RETURN_IF_ERROR(optimize_step(model, po, opts, &rep.passes));
   // Also at fp32: reading the keep list / mixlist reports a bad file even when it would change nothing.
   Status st = passes::apply_precision(model, precision, &rep.precision);
   if (!st.ok()) return st.with_context("while applying precision " + passes::to_string(precision.mode));

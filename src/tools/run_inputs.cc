@@ -103,8 +103,7 @@ bool is_regular_file(const std::string& p) {
 Status add_file_shapes(InputOptions& opts) {
   for (const auto& [name, file] : opts.files) {
     if (opts.shapes.count(name)) continue;
-    FERRY_ASSIGN_OR_RETURN(Tensor t, read_npy(file));
-    opts.shapes[name] = t.dims();
+    FERRY_ASSIGN_OR_RETURN(opts.shapes[name], read_npy_dims(file));  // the header only: prepare_inputs reads the data
   }
   return Status();
 }

@@ -29,12 +29,12 @@ std::optional<DivergenceSpan> divergence_span(const ir::Graph& g, const std::vec
   // Walk up from the divergent node through tensors that were not compared (no row), to the matching
   // tensors, constants and graph inputs that feed it.
   std::set<const ir::Node*> span = {start->second.first};
-  std::vector<const ir::Node*> todo = {start->second.first};
+  std::vector<const ir::Node*> pending = {start->second.first};
   std::string frontier;  // the matching tensor latest in topological order
   size_t frontier_at = 0;
-  while (!todo.empty()) {
-    const ir::Node* n = todo.back();
-    todo.pop_back();
+  while (!pending.empty()) {
+    const ir::Node* n = pending.back();
+    pending.pop_back();
     for (const ir::Value* v : n->inputs) {
       if (!v || v->is_constant() || !v->producer) continue;  // omitted, constant, graph input
       auto p = producer.find(v->name);
@@ -43,7 +43,7 @@ std::optional<DivergenceSpan> divergence_span(const ir::Graph& g, const std::vec
         if (frontier.empty() || p->second.second >= frontier_at) frontier = v->name, frontier_at = p->second.second;
         continue;
       }
-      if (span.insert(p->second.first).second) todo.push_back(p->second.first);
+      if (span.insert(p->second.first).second) pending.push_back(p->second.first);
     }
   }
   if (span.size() < 2) return std::nullopt;  // the divergent node is fed by matching tensors: it is the one
