@@ -49,4 +49,24 @@ if [ ! -f "$venv/include/mkl_cblas.h" ] || [ ! -f "$venv/lib/libmkl_core.so.3" ]
   echo "setup: installing mkl-devel $mkl_version into $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "mkl-devel==$mkl_version" "mkl-include==$mkl_version" "mkl==$mkl_version"
 fi
+# The ferry Python package's build and test tools (scikit-build-core, pybind11, pytest), and PyPI's
+# torch 2.x with torchvision and onnxscript for ferry.torch: its exporter (torch.onnx.export(dynamo=True))
+# writes the per-node module metadata ferry.torch builds on. Debian's torch 1.13 (above) stays the
+# exporter of the model tests. torch pulls about 5 GB (its CUDA libraries); it runs on the CPU here.
+if ! "$venv/bin/python" -c "import scikit_build_core, pybind11, pytest" 2>/dev/null; then
+  echo "setup: installing the Python package's build tools into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core pybind11 pytest
+fi
+if ! "$venv/bin/python" -c "import torch, torchvision, onnxscript" 2>/dev/null; then
+  echo "setup: installing torch, torchvision and onnxscript into $venv (about 5 GB)"
+  "$venv/bin/pip" install -q --disable-pip-version-check torch torchvision onnxscript
+fi
+# The ferry package itself, editable (pyproject.toml): python/ferry from the source tree and the
+# extension module from build/, the tree scripts/build.sh builds (so this builds ferry the first time).
+if ! (cd / && "$venv/bin/python" -c "import ferry" 2>/dev/null); then
+  echo "setup: installing the ferry Python package into $venv (builds ferry in build/: about 15 minutes on 2 cores the first time)"
+  launcher=()
+  if command -v ccache >/dev/null; then launcher=(-Ccmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "${launcher[@]}" -e "$root"
+fi
 echo "setup: ok"

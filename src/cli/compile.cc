@@ -2,6 +2,7 @@
 // [--opt-level 0..3] [--precision MODE --keep-fp32 FILE --keep-io-types --mixlist FILE]`: optimizes the model and writes the offline .ferry file; prints a summary.
 // Malformed flag values are usage errors (exit 2); a model that cannot be compiled exits 1.
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -25,7 +26,7 @@ std::string without_flag(const Status& s) {
 }
 
 struct CompileArgs {
-  std::string model, output, gears, dynamic_dims;
+  std::string model, output, gears, dynamic_dims, json;
   std::vector<std::string> shapes;
   SessionFlags session;  // precision, target, opt level and cpu kernel flags (not --backend/--threads)
 };
@@ -71,7 +72,17 @@ int run_compile(const CompileArgs& a) {
   progress("compiling " + a.model + " ...");
   auto r = tools::compile_model(req);
   if (!r.ok()) return report_error(r.status());
+  if (a.json == "-") {
+    std::printf("%s\n", tools::compile_report_to_json(*r).dump(2).c_str());
+    return 0;
+  }
   std::fputs(tools::format_compile_report(*r).c_str(), stdout);
+  if (!a.json.empty()) {
+    std::ofstream f(a.json, std::ios::binary);
+    f << tools::compile_report_to_json(*r).dump(2) << "\n";
+    f.close();
+    if (!f) return report_error(Status::io("cannot write " + a.json));
+  }
   return 0;
 }
 
@@ -116,6 +127,8 @@ CommandFn add_compile_command(CLI::App& app) {
             return r.ok() ? std::string() : without_flag(r.status());
           },
           "GEARS", "dims gears"));
+  cmd->add_option("--json", args->json, "also write the report as JSON to FILE ('-': JSON on stdout only)")
+      ->type_name("FILE");
   add_prepare_flags(cmd, args->session);
   return [args] { return run_compile(*args); };
 }

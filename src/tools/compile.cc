@@ -232,4 +232,36 @@ std::string format_compile_report(const CompileReport& r) {
   return s;
 }
 
+nlohmann::json compile_report_to_json(const CompileReport& r) {
+  const passes::PrecisionReport& pr = r.prepared.precision;
+  nlohmann::json passes = nlohmann::json::array();
+  for (const auto& p : r.prepared.passes) passes.push_back({{"pass", p.pass}, {"changes", p.changes}});
+  return {
+      {"schema", "ferry.compile/1"},
+      {"output", r.output_path},
+      {"nodes_before", r.nodes_before},
+      {"nodes_after", r.nodes_after},
+      {"passes", passes},
+      {"target", r.prepared.target},
+      {"target_label", runtime::target_label(r.prepared)},
+      {"host_nodes", r.prepared.host_nodes},
+      {"precision",
+       {{"mode", passes::to_string(pr.mode)},
+        {"description", runtime::describe_precision(pr.mode, "cpu")},
+        {"low_nodes", pr.low_nodes},
+        {"fp32_nodes", pr.fp32_nodes},
+        {"rounding_nodes", pr.rounding_nodes},
+        {"kept_fp32", pr.kept},
+        {"unmatched_keep_fp32", pr.unmatched}}},
+      {"weight_bytes", r.weight_bytes},
+      {"file_bytes", r.file_size},
+      {"gears", r.gears},
+      {"dynamic_dims", r.dynamic_dims},
+      {"input_ranges", r.input_ranges},
+      {"seconds",
+       {{"total", r.total_s}, {"import", r.import_s}, {"optimize", r.optimize_s}, {"write", r.write_s},
+        {"load_check", r.check_s}}},
+  };
+}
+
 }  // namespace ferry::tools

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/status.h"
 #include "backends/backend_options.h"
 #include "runtime/prepare.h"
@@ -50,5 +52,7 @@ Result<std::vector<int64_t>> parse_gears(const std::string& arg);
 Result<CompileReport> compile_model(const CompileRequest& req);
 
 std::string format_compile_report(const CompileReport& r);
+// The same as JSON (schema "ferry.compile/1", docs/cli.md): `ferry compile --json` and ferry.compile().
+nlohmann::json compile_report_to_json(const CompileReport& r);
 
 }  // namespace ferry::tools

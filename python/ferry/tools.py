@@ -1,0 +1,102 @@
+"""ferry.check / compile / compare / bench: the CLI's commands as functions returning typed reports.
+
+They take the same options as the commands (keyword arguments named like the flags) and raise a
+ferry.Error subclass with the CLI's message where the command would exit 1.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _ferry
+from .reports import BenchReport, CheckReport, CompareReport, CompileReport
+
+PathLike = Union[str, os.PathLike]
+Shapes = Optional[Mapping[str, Sequence[int]]]
+
+
+def _shapes(shapes: Shapes) -> Dict[str, list]:
+    return {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
+
+
+class _InputFiles:
+    """Feeds given as arrays, written as one .npy per input for the tools that read `--input` files
+    (their shapes then fix the model's, as in the CLI). Removed afterwards."""
+
+    def __init__(self, feeds: Optional[Mapping[str, Any]]) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="ferry-inputs-") if feeds else None
+        self.files: Dict[str, str] = {}
+        for i, (name, value) in enumerate((feeds or {}).items()):
+            path = os.path.join(self._dir.name, f"input{i}.npy")
+            np.save(path, np.asarray(value))
+            self.files[name] = path
+
+    def __enter__(self) -> "_InputFiles":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._dir:
+            self._dir.cleanup()
+
+
+def _session_options(target: Optional[str], precision: Optional[str], keep_fp32: Optional[Sequence[str]],
+                     opt_level: int, backend: str, threads: Optional[int], cpu: Optional[str],
+                     shapes: Shapes = None) -> Dict[str, Any]:
+    return {"target": target, "precision": precision, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
+            "opt_level": opt_level, "backend": backend, "threads": threads, "cpu": cpu,
+            "shapes": _shapes(shapes) or None}
+
+
+def check(model: PathLike, target: str = "cpu", shapes: Shapes = None) -> CheckReport:
+    """``ferry check MODEL --target T``: where each node runs on the target, and why.
+
+    shapes: concrete shapes for inputs with dynamic dims (others are analysed as 1, and the report says so).
+    """
+    return CheckReport(json.loads(_ferry._check(os.fspath(model), target, _shapes(shapes))))
+
+
+def compile(model: PathLike, output: PathLike, *, target: Optional[str] = None, precision: Optional[str] = None,
+            keep_fp32: Optional[Sequence[str]] = None, opt_level: int = 2, shapes: Shapes = None,
+            dynamic_batch: Optional[Sequence[int]] = None, cpu: Optional[str] = None) -> CompileReport:
+    """``ferry compile MODEL -o OUTPUT``: writes the offline .ferry file (checked by loading it back)."""
+    options = _session_options(target, precision, keep_fp32, opt_level, "cpu", None, cpu, shapes)
+    del options["backend"], options["threads"]
+    return CompileReport(json.loads(_ferry._compile(os.fspath(model), os.fspath(output), options,
+                                                    [int(b) for b in dynamic_batch or []])))
+
+
+def compare(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, golden: str = "reference",
+            target: Optional[str] = None, precision: Optional[str] = None,
+            keep_fp32: Optional[Sequence[str]] = None, opt_level: int = 2, backend: str = "cpu",
+            threads: Optional[int] = None, shapes: Shapes = None, seed: int = 0, layerwise: bool = False,
+            single_op: bool = False, ranges: bool = False, cosine: float = 0.99, rel_euclid: float = 0.05,
+            atol: float = 1e-4, rtol: float = 1e-3) -> CompareReport:
+    """``ferry compare MODEL``: the model under these options against a golden ("reference", "onnxruntime",
+    a folder of .npy files, or another model file), per output and with ``layerwise`` per ONNX tensor.
+
+    inputs: arrays by input name; inputs not given are made up from ``seed`` (as the CLI's).
+    """
+    candidate = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None)
+    thresholds = {"cosine": cosine, "rel_euclid": rel_euclid, "atol": atol, "rtol": rtol}
+    with _InputFiles(inputs) as files:
+        text = _ferry._compare(os.fspath(model), golden, candidate, files.files, _shapes(shapes), seed,
+                               layerwise, single_op, ranges, thresholds)
+    return CompareReport(json.loads(text))
+
+
+def bench(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, batches: Sequence[int] = (),
+          target: Optional[str] = None, precision: Optional[str] = None, opt_level: int = 2,
+          backend: str = "cpu", threads: Optional[int] = None, shapes: Shapes = None, cpu: Optional[str] = None,
+          warmup: Optional[int] = None, iterations: Optional[int] = None, duration: Optional[float] = None,
+          peers: Sequence[str] = (), rounds: int = 3) -> BenchReport:
+    """``ferry bench MODEL``: latency statistics per batch size; with ``peers=["onnxruntime"]`` the same
+    figures from the peer, in rounds alternating with ferry, and the ratios."""
+    session = _session_options(target, precision, None, opt_level, backend, threads, cpu)
+    with _InputFiles(inputs) as files:
+        text = _ferry._bench(os.fspath(model), session, [int(b) for b in batches], files.files, _shapes(shapes),
+                             warmup, iterations, duration, list(peers), rounds)
+    return BenchReport(json.loads(text))
