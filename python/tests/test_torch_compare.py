@@ -1,6 +1,7 @@
 """ferry.torch.compare on resnet18 and a 2-layer transformer encoder: module paths in every row, the
 first divergent module is the planted fault, the three-way split labels a known fp16-sensitive layer
 inherent (and the proposed keep-list fixes it) and a planted fault conversion; the HTML report."""
+import os
 import json
 from html.parser import HTMLParser
 from xml.etree import ElementTree
@@ -251,3 +252,28 @@ def test_html_report_is_self_contained_with_an_svg_chart(resnet_fault_fp16, tmp_
     titles = [t.text for t in svg.iter(f"{ns}title")]
     assert any(t.startswith("layer3.1.bn2 (BatchNorm2d) target") for t in titles)
     assert any("ideal" in t for t in titles)
+
+
+def test_html_report_renders_in_chromium(resnet_fault_fp16, tmp_path):
+    """A real browser (Debian's chromium, headless, no network) draws the page: a screenshot and the
+    rendered DOM with both curves, finite coordinates and the table."""
+    import re
+    import shutil
+    import subprocess
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is missing (scripts/setup.sh installs Debian's chromium)"
+    page = resnet_fault_fp16.write_html(str(tmp_path / "report.html"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+             "--user-data-dir=" + str(tmp_path / "profile")]
+    env = dict(os.environ, HOME=str(tmp_path))
+    png = tmp_path / "report.png"
+    shot = subprocess.run([chromium, *flags, "--window-size=1280,2000", "--screenshot=" + str(png), "file://" + page],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert shot.returncode == 0 and png.stat().st_size > 20000, shot.stderr[-500:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dom = subprocess.run([chromium, *flags, "--dump-dom", "file://" + page], capture_output=True, text=True,
+                         timeout=120, env=env).stdout
+    svg = re.search(r"<svg.*?</svg>", dom, re.S).group(0)
+    assert len(re.findall(r"<path ", svg)) == 2
+    assert not re.search(r'="[^"]*(nan|inf)', svg, re.I)
+    assert "layer3.1.bn2" in dom and "<table" in dom
