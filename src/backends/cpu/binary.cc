@@ -1,6 +1,9 @@
 // Add, Sub, Mul, Div, Max, Min (two inputs) on oneDNN binary (fp32) with numpy broadcasting where
 // the first operand has the output's shape (swapped for the commutative ops): residual adds between
 // blocked convolution outputs, and squeeze-excite's [N,C,H,W] * [N,C,1,1], run without reorders.
+// Where oneDNN would serve a shape with its reference implementation (2.6 does for SE-style
+// broadcasts in plain NCHW: 0.03 GFLOP/s) or cannot broadcast (the first operand of Sub/Div), the
+// operands are made plain and ferry's vectorized broadcast kernel runs instead (vec_binary.h).
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -8,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/small_work.h"
+#include "backends/cpu/vec_binary.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -26,6 +30,21 @@ std::optional<alg> binary_alg(const std::string& op) {
   if (op == "Min") return alg::binary_min;
   return std::nullopt;
 }
+
+VecBinary vec_op(alg a) {
+  switch (a) {
+    case alg::binary_add: return VecBinary::kAdd;
+    case alg::binary_sub: return VecBinary::kSub;
+    case alg::binary_mul: return VecBinary::kMul;
+    case alg::binary_div: return VecBinary::kDiv;
+    case alg::binary_max: return VecBinary::kMax;
+    default: return VecBinary::kMin;
+  }
+}
+
+// oneDNN names its reference implementations "ref:..." (e.g. "ref:any"); they are far slower than a
+// plain loop, so such a primitive is never used.
+bool is_reference(const dnnl::binary::primitive_desc& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
 
 bool commutative(const std::string& op) { return op == "Add" || op == "Mul" || op == "Max" || op == "Min"; }
 
@@ -52,7 +71,12 @@ Result<md> desc_at_rank(const Tensor& t, int rank) {
 class BinaryKernel : public Kernel {
  public:
   BinaryKernel(const ir::Node& node, alg a, bool blocked_out) : node_(node), alg_(a), blocked_out_(blocked_out) {}
-  std::string name() const override { return "cpu:onednn:binary"; }
+  // With the oneDNN implementation once a run chose it ("cpu:onednn:binary:jit:uni"), so profiles and
+  // tests see which one runs.
+  std::string name() const override {
+    if (own_) return "cpu:vec:binary";
+    return impl_.empty() ? "cpu:onednn:binary" : "cpu:onednn:binary:" + impl_;
+  }
   bool accepts_layouts() const override { return true; }
   // oneDNN binary runs in place over its first operand (the one of the output's shape, which run()
   // puts first), so the output may take that operand's bytes where it dies here: squeeze-excite's
@@ -76,10 +100,10 @@ class BinaryKernel : public Kernel {
     const Tensor* full = a;
     const Tensor* other = b;
     if (a->dims() != out_dims) {
-      if (!commutative(op) || b->dims() != out_dims) return plain_fallback(ctx, *a, *b);
+      if (!commutative(op) || b->dims() != out_dims) return run_own(ctx, *a, *b);
       std::swap(full, other);
     }
-    if (out_dims.empty() || out_dims.size() > 12) return plain_fallback(ctx, *a, *b);
+    if (out_dims.empty() || out_dims.size() > 12) return run_own(ctx, *a, *b);
     const int rank = static_cast<int>(out_dims.size());
     const md src0 = desc_of(*full);
     Tensor other_t = *other;
@@ -89,12 +113,14 @@ class BinaryKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(other_t, reorder_to(*other, src0));
     }
     auto src1 = desc_at_rank(other_t, rank);
-    if (!src1.ok()) return plain_fallback(ctx, *a, *b);
+    if (!src1.ok()) return run_own(ctx, *a, *b);
     if (!pd_ || !(src0_ == src0) || !(src1_ == *src1)) {
       try {
         dnnl::binary::desc d(alg_, src0, *src1, src0);
         pd_ = dnnl::binary::primitive_desc(d, engine());
-        prim_ = dnnl::binary(pd_);
+        own_ = is_reference(pd_);
+        impl_ = pd_.impl_info_str();
+        if (!own_) prim_ = dnnl::binary(pd_);
         src0_ = src0;
         src1_ = *src1;
         m0_ = BoundMemory();
@@ -104,6 +130,7 @@ class BinaryKernel : public Kernel {
         return Status::unsupported(op + ": oneDNN binary failed for " + a->describe() + ", " + b->describe() + ": " + e.what());
       }
     }
+    if (own_) return run_own(ctx, *a, *b);
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, src0, blocked_out_));
     if (dst.numel() > 0) {
       SerialIfSmall serial(dst.numel() < kSmallElementwise);
@@ -117,42 +144,15 @@ class BinaryKernel : public Kernel {
   }
 
  private:
-  // Broadcasting the first operand of Sub/Div (or both): oneDNN's binary cannot, so the operands are
-  // made plain and the result is computed with the first operand expanded to the output shape.
-  Status plain_fallback(ops::KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  // ferry's broadcast kernel on plain operands, in the node's operand order.
+  Status run_own(ops::KernelContext& ctx, const Tensor& a, const Tensor& b) {
     FERRY_ASSIGN_OR_RETURN(Tensor pa, a.plain());
     FERRY_ASSIGN_OR_RETURN(Tensor pb, b.plain());
     FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, broadcast_dims(pa.dims(), pb.dims()));
-    if (out_dims.empty() || out_dims.size() > 12) {
-      out_dims.insert(out_dims.begin(), 1);  // scalars as [1]
-      FERRY_ASSIGN_OR_RETURN(pa, pa.reshaped(std::vector<int64_t>(1, pa.numel())));
-      FERRY_ASSIGN_OR_RETURN(pb, pb.reshaped(std::vector<int64_t>(1, pb.numel())));
-      if (out_dims.size() > 12) return Status::unsupported(node_.op_type + ": rank past 12");
-    }
-    const int rank = static_cast<int>(out_dims.size());
-    FERRY_ASSIGN_OR_RETURN(md da, desc_at_rank(pa, rank));
-    FERRY_ASSIGN_OR_RETURN(md db, desc_at_rank(pb, rank));
-    // Expand a to the output shape: zeros + a (broadcast), then apply the op with b.
-    const md out_md = plain_desc(DType::kFloat32, out_dims);
-    FERRY_ASSIGN_OR_RETURN(Tensor full, make_tensor_zeroed(DType::kFloat32, out_dims, out_md));
-    FERRY_ASSIGN_OR_RETURN(Tensor dst, make_tensor(DType::kFloat32, out_dims, out_md));
-    try {
-      dnnl::memory dst_mem = as_memory(full, out_md);
-      if (full.numel() > 0) {
-        dnnl::binary expand(dnnl::binary::primitive_desc(dnnl::binary::desc(alg::binary_add, out_md, da, out_md), engine()));
-        expand.execute(stream(), {{DNNL_ARG_SRC_0, dst_mem}, {DNNL_ARG_SRC_1, as_memory(pa, da)}, {DNNL_ARG_DST, dst_mem}});
-        dnnl::binary apply(dnnl::binary::primitive_desc(dnnl::binary::desc(alg_, out_md, db, out_md), engine()));
-        apply.execute(stream(), {{DNNL_ARG_SRC_0, dst_mem}, {DNNL_ARG_SRC_1, as_memory(pb, db)},
-                                 {DNNL_ARG_DST, as_memory(dst, out_md)}});
-        stream().wait();
-      }
-    } catch (const dnnl::error& e) {
-      return Status::unsupported(node_.op_type + ": oneDNN binary failed: " + std::string(e.what()));
-    }
-    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> onnx_dims, broadcast_dims(a.dims(), b.dims()));
-    FERRY_ASSIGN_OR_RETURN(dst, dst.reshaped(onnx_dims));
-    ctx.set_output(0, std::move(dst));
-    return Status();
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, plain_desc(DType::kFloat32, out_dims)));
+    vec_binary(vec_op(alg_), plan_broadcast(pa.dims(), pb.dims(), out_dims), pa.data<float>(), pb.data<float>(),
+               dst.data<float>());
+    return set_output(ctx, 0, std::move(dst), false);
   }
 
   const ir::Node& node_;
@@ -162,6 +162,8 @@ class BinaryKernel : public Kernel {
   dnnl::binary::primitive_desc pd_;
   dnnl::binary prim_;
   BoundMemory m0_, m1_, dst_m_;  // rebound per run (layout.h)
+  bool own_ = false;  // oneDNN offered only its reference implementation for these descriptors
+  std::string impl_;  // the implementation oneDNN chose
   std::unordered_map<int, dnnl::memory> args_;
 };
 
