@@ -29,6 +29,7 @@
 #include "backends/cpu/layout.h"
 #include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/post_ops.h"
+#include "backends/cpu/vec_binary.h"
 #include "backends/cpu/vec_gemm.h"
 #include "ops/util/nn_common.h"
 
@@ -106,6 +107,9 @@ struct MatMulPlan {
   Tensor packed_b;   // constant B in pd.weights_desc() (undefined when B is not constant)
   Tensor full_bias;  // Bias materialized to the output shape when oneDNN rejects its broadcast
   bool bias_materialized = false;
+  // oneDNN offers only its reference matmul with this bias as a post-op (2.6 does for swin's window
+  // attention: [64,3,49,49] + [1,3,49,49]): the matmul runs without it and the bias is added after.
+  bool bias_after = false;
   bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
   int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
   // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
@@ -265,6 +269,9 @@ class MatMulKernel : public Kernel {
     if (p->z_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1] = p->z_m.bind(p->z_md, *z);
     p->prim.execute(stream(), args);
     stream().wait();
+    if (p->bias_after)
+      vec_binary(VecBinary::kAdd, plan_broadcast(p->out_dims, bias_t.dims(), p->out_dims), y->data<float>(),
+                 bias_t.data<float>(), y->data<float>());
     return Status();
   }
 
@@ -417,6 +424,8 @@ class MatMulKernel : public Kernel {
       const md wei_any(p.wei_md.dims(), in_type, tag::any);
       dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_md);
       p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
+      // oneDNN's reference implementations ("ref:any") run at a few hundred MFLOP/s: never taken.
+      if (std::string(p.pd.impl_info_str()).rfind("ref", 0) == 0) return false;
       p.prim = dnnl::matmul(p.pd);
       return true;
     } catch (const dnnl::error&) {
@@ -510,6 +519,11 @@ class MatMulKernel : public Kernel {
       plan->bias_md = plan->dst_md;
       ok = try_create(*plan, plan->bias_md);
       if (ok && const_bias_.defined()) { FERRY_ASSIGN_OR_RETURN(plan->full_bias, broadcast_to(const_bias_, plan->out_dims)); }
+      if (!ok && ops_.empty() && z_input_ < 0) {
+        plan->bias_materialized = false;
+        ok = try_create(*plan, md());
+        plan->bias_after = ok;
+      }
     }
     int64_t rows = M;
     for (int64_t d : batch) rows *= d;

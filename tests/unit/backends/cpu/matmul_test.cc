@@ -58,6 +58,7 @@ TEST_P(CpuMatMulCases, MatchesReference) {
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     const std::string name = (*k)->name();
     EXPECT_TRUE(name.rfind("cpu:onednn:matmul:", 0) == 0 || name.rfind("cpu:vec:gemm_packed_avx2", 0) == 0) << name;
+    EXPECT_EQ(name.find(":ref"), std::string::npos) << "a oneDNN reference implementation: " << name;
   }
   auto cpu = run_graph(graph, "cpu", inputs);
   auto ref = run_graph(graph, "reference", inputs);
@@ -117,7 +118,13 @@ INSTANTIATE_TEST_SUITE_P(
         MmCase{"fold_b_unit_batch", "MatMul", {3, 4, 8}, {1, 8, 6}},
         MmCase{"fold_trans_b_alpha", "FusedMatMul", {2, 3, 5, 8}, {6, 8}, {1, 1, 1, 6}, true, true, false, ta_tb(0, 1, 0.7f)},
         MmCase{"fold_bias_full_batch", "FusedMatMul", {3, 4, 8}, {8, 6}, {3, 1, 6}, true, true, true, ta_tb(0, 0)},
-        MmCase{"fused_trans_1d", "FusedMatMul", {8}, {6, 8}, {6}, true, true, true, ta_tb(1, 1)}),
+        MmCase{"fused_trans_1d", "FusedMatMul", {8}, {6, 8}, {6}, true, true, true, ta_tb(1, 1)},
+        // Swin's window attention: Q.K^T plus a relative-position bias broadcast over the windows, which
+        // oneDNN 2.6 serves only with its reference matmul as a post-op (the bias is added after).
+        MmCase{"fused_window_attention_bias", "FusedMatMul", {8, 3, 49, 32}, {8, 3, 32, 49}, {1, 3, 49, 49}, true,
+               false, true, ta_tb(0, 0, 0.125f)},
+        MmCase{"fused_window_attention_runtime_bias", "FusedMatMul", {8, 3, 49, 32}, {8, 3, 32, 49}, {3, 49, 49},
+               true, false, false, ta_tb(0, 0)}),
     [](const ::testing::TestParamInfo<MmCase>& i) { return i.param.name; });
 
 // Every post-op (and chains with the residual sum) against FusedMatMul's own reference kernel.
