@@ -62,11 +62,13 @@ if ! "$venv/bin/python" -c "import torch, torchvision, onnxscript" 2>/dev/null; 
   "$venv/bin/pip" install -q --disable-pip-version-check torch torchvision onnxscript
 fi
 # The ferry package itself, editable (pyproject.toml): python/ferry from the source tree and the
-# extension module from build/, the tree scripts/build.sh builds (so this builds ferry the first time).
+# extension module from build/, the tree scripts/build.sh builds. build.sh runs first so the C++ build
+# shows its progress (the first time takes about 15 minutes on 2 cores); pip then configures the same
+# tree, finds everything built and installs the package.
 if ! (cd / && "$venv/bin/python" -c "import ferry" 2>/dev/null); then
-  echo "setup: installing the ferry Python package into $venv (builds ferry in build/: about 15 minutes on 2 cores the first time)"
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-Ccmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "${launcher[@]}" -e "$root"
+  echo "setup: building ferry for its Python package"
+  bash "$root/scripts/build.sh"
+  echo "setup: installing the ferry Python package into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation -e "$root"
 fi
 echo "setup: ok"

@@ -6,8 +6,11 @@
 #include <map>
 #include <set>
 
+#include <omp.h>
+
 #include <fmt/format.h>
 
+#include "backends/cpu/isa_probe.h"
 #include "passes/precision.h"
 #include "runtime/executor.h"
 #include "tools/bench.h"
@@ -158,6 +161,11 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
   r.peak_rss_bytes = peak_rss_bytes();
   for (const auto& v : g.values)
     if (v->is_constant()) r.weight_bytes += v->initializer.nbytes();
+  if (o.session.backend == "cpu") {
+    const int threads = o.session.backend_options.threads > 0 ? o.session.backend_options.threads : omp_get_max_threads();
+    r.peak_gflops = backends::cpu::measure_fp32_peak_gflops(threads);
+    r.flags = flag_slow_nodes(r, r.peak_gflops);
+  }
   r.transfers = "none: every node runs on the " + o.session.backend + " backend in this process";
   if (!s.prepare_report().target.empty()) {
     std::map<std::string, std::vector<int64_t>> shapes;
@@ -168,6 +176,24 @@ Result<ProfileReport> run_profile(const ProfileOptions& o) {
     r.partition = std::move(t);
   }
   return r;
+}
+
+std::vector<ProfileFlag> flag_slow_nodes(const ProfileReport& r, double peak_gflops) {
+  std::vector<ProfileFlag> flags;
+  for (const NodeProfile& n : r.nodes) {
+    std::string reason;
+    if (n.kernel.find(":ref") != std::string::npos) {
+      reason = "a oneDNN reference implementation";
+    } else if (peak_gflops > 0 && n.flops > 0 && n.mean_ms > 0 && n.share > kSlowShare) {
+      const double gflops = n.flops / (n.mean_ms * 1e6);
+      if (gflops < kSlowFractionOfPeak * peak_gflops)
+        reason = fmt::format("{:.2f} GFLOP/s is {:.1f}% of this machine's fp32 peak ({:.0f} GFLOP/s) while taking {:.1f}% "
+                             "of the time", gflops, 100 * gflops / peak_gflops, peak_gflops, 100 * n.share);
+    }
+    if (!reason.empty()) flags.push_back({n.node, n.kernel, reason, n.share});
+  }
+  std::stable_sort(flags.begin(), flags.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+  return flags;
 }
 
 std::string format_profile(const ProfileReport& r, size_t top) {
@@ -184,6 +210,13 @@ std::string format_profile(const ProfileReport& r, size_t top) {
   std::vector<const NodeProfile*> order;
   for (const auto& n : r.nodes) order.push_back(&n);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->mean_ms > b->mean_ms; });
+  if (!r.flags.empty()) {
+    s += fmt::format("\nflagged: {} node(s) where a performance cliff may be (kernel below {:.0f}% of the fp32 peak "
+                     "while over {:.0f}% of the time, or a oneDNN reference implementation):\n",
+                     r.flags.size(), 100 * kSlowFractionOfPeak, 100 * kSlowShare);
+    for (const ProfileFlag& f : r.flags)
+      s += fmt::format("  {:>5.1f}%  {}  {}: {}\n", 100 * f.share, f.node, f.kernel, f.reason);
+  }
   s += fmt::format("\ntop {} node(s):\n", std::min(top, order.size()));
   for (size_t i = 0; i < order.size() && i < top; ++i) {
     const NodeProfile& n = *order[i];
@@ -223,10 +256,14 @@ nlohmann::json profile_to_json(const ProfileReport& r) {
                      {"bytes", n.bytes}, {"placement", n.placement.empty() ? json(nullptr) : json(n.placement)}});
   for (const auto& t : r.by_type)
     types.push_back({{"op", t.op}, {"nodes", t.nodes}, {"ms", num(t.ms)}, {"share", num(t.share)}, {"flops", t.flops}});
+  json flags = json::array();
+  for (const auto& f : r.flags)
+    flags.push_back({{"node", f.node}, {"kernel", f.kernel}, {"share", num(f.share)}, {"reason", f.reason}});
   return {{"schema", "ferry.profile/1"}, {"model", r.model}, {"backend", r.backend}, {"precision", r.precision},
           {"runs", r.runs}, {"total_ms", num(r.total_ms)}, {"arena_bytes", r.arena_bytes},
           {"weight_bytes", r.weight_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"transfers", r.transfers}, {"nodes", nodes}, {"by_type", types},
           {"partition", partition_json(r)},
+          {"peak_gflops", r.peak_gflops > 0 ? json(r.peak_gflops) : json(nullptr)}, {"flags", flags},
           {"method", "per-node hook (memory arena off), mean of " + std::to_string(r.runs) + " runs"}};
 }
 

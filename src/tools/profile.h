@@ -69,6 +69,17 @@ struct TraceEvent {
   double ts_us = 0, dur_us = 0;
 };
 
+// A node the next performance cliff may hide in: a kernel far below the machine's compute peak that
+// takes a real share of the time, or a oneDNN reference implementation (never wanted: they run at a
+// few hundred MFLOP/s).
+struct ProfileFlag {
+  std::string node, kernel, reason;
+  double share = 0;
+};
+// A node with a FLOP estimate is flagged below this fraction of the fp32 peak while taking over
+// kSlowShare of the time.
+inline constexpr double kSlowFractionOfPeak = 0.05, kSlowShare = 0.02;
+
 struct ProfileReport {
   std::string model, backend, precision;
   int runs = 0;
@@ -80,7 +91,12 @@ struct ProfileReport {
   std::vector<TraceEvent> trace;
   std::string transfers;  // host<->device transfers: what is known about them
   std::optional<TransferProfile> partition;  // with a target
+  double peak_gflops = 0;           // this machine's fp32 FMA peak at the run's threads (cpu backend; 0 unknown)
+  std::vector<ProfileFlag> flags;   // slow kernels and reference implementations, largest share first
 };
+
+// The flags for `r`'s nodes against `peak_gflops` (0: only reference implementations are flagged).
+std::vector<ProfileFlag> flag_slow_nodes(const ProfileReport& r, double peak_gflops);
 
 Result<ProfileReport> run_profile(const ProfileOptions& o);
 std::string format_profile(const ProfileReport& r, size_t top = 25);
