@@ -83,6 +83,8 @@ struct SoftmaxCase {
   std::vector<int64_t> x;
   int64_t axis;
   int opset;
+  // A non-innermost axis runs ferry's strided kernel (oneDNN 2.6 has only its reference one there).
+  bool strided = false;
 };
 
 class CpuSoftmaxCases : public ::testing::TestWithParam<SoftmaxCase> {};
@@ -93,18 +95,27 @@ TEST_P(CpuSoftmaxCases, MatchesReference) {
   g.output(g.node(c.op, {g.input("x", c.x)}, {{"axis", int_attr(c.axis)}}, c.opset));
   Tensor x = random_tensor(c.x, 5);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 8.f;
-  compare(g.finish(), {x}, c.op == "Softmax" ? "cpu:onednn:softmax" : "cpu:onednn:logsoftmax", c.name);
+  const std::string kernel = c.strided ? (c.op == "Softmax" ? "cpu:vec:softmax_strided" : "cpu:vec:logsoftmax_strided")
+                                       : (c.op == "Softmax" ? "cpu:onednn:softmax" : "cpu:onednn:logsoftmax");
+  compare(g.finish(), {x}, kernel, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Softmax, CpuSoftmaxCases,
-    ::testing::Values(SoftmaxCase{"last", "Softmax", {3, 4, 129}, -1, 13}, SoftmaxCase{"axis0", "Softmax", {5, 3, 4}, 0, 13},
-                      SoftmaxCase{"axis1", "Softmax", {2, 7, 3}, 1, 13}, SoftmaxCase{"mid4d", "Softmax", {2, 3, 5, 4}, 2, 13},
+    ::testing::Values(SoftmaxCase{"last", "Softmax", {3, 4, 129}, -1, 13},
+                      SoftmaxCase{"axis0", "Softmax", {5, 3, 4}, 0, 13, true},
+                      SoftmaxCase{"axis1", "Softmax", {2, 7, 3}, 1, 13, true},
+                      SoftmaxCase{"mid4d", "Softmax", {2, 3, 5, 4}, 2, 13, true},
+                      // A detector's DFL softmax (inner past one vector, not a multiple of it) and a
+                      // softmax over channels large enough to run on every thread.
+                      SoftmaxCase{"dfl", "Softmax", {1, 4, 16, 67}, 2, 13, true},
+                      SoftmaxCase{"channels", "Softmax", {2, 80, 300}, 1, 13, true},
+                      SoftmaxCase{"log_channels", "LogSoftmax", {2, 80, 300}, 1, 13, true},
                       SoftmaxCase{"coerce2d_axis1", "Softmax", {2, 3, 4}, 1, 11},
                       SoftmaxCase{"coerce2d_axis0", "Softmax", {2, 3, 4}, 0, 11},
                       SoftmaxCase{"coerce2d_axis_neg", "Softmax", {2, 3, 4}, -1, 11},
                       SoftmaxCase{"log_last", "LogSoftmax", {4, 33}, -1, 13},
-                      SoftmaxCase{"log_axis0", "LogSoftmax", {4, 5, 6}, 0, 13},
+                      SoftmaxCase{"log_axis0", "LogSoftmax", {4, 5, 6}, 0, 13, true},
                       SoftmaxCase{"log_coerce2d", "LogSoftmax", {3, 4, 5}, 1, 11}),
     [](const ::testing::TestParamInfo<SoftmaxCase>& i) { return i.param.name; });
 
