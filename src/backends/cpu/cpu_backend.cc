@@ -26,7 +26,8 @@ namespace ferry::backends::cpu {
   X(softmax)                      \
   X(layer_norm)                   \
   X(transpose)                    \
-  X(slice)
+  X(slice)                        \
+  X(rnn)
 
 #define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
 FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)

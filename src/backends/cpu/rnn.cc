@@ -1,0 +1,321 @@
+// LSTM, GRU and RNN (float32, the default activations) on GEMMs instead of the reference kernel's
+// per-element dot products: per direction the input projection of every step at once (one
+// [seq*batch, input] x [input, gates*hidden] sgemm, both biases folded in where the cell adds them
+// together), then per step the recurrent projection ([batch, hidden] x [hidden, gates*hidden]) and the
+// cell's elementwise update. The recurrence is sequential in time; the GEMMs are the parallel part
+// (oneDNN's sgemm on OpenMP). Semantics as ops/util/control_rnn.cc (directions, sequence_lens, initial
+// states, clip, peepholes, input_forget, linear_before_reset, layout); any input it does not take as
+// given (bad sizes, other dtypes) goes to the reference kernel, which reports the error in its words.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <omp.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/vec_math.h"
+#include "ops/op.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+struct Cell {
+  int gates;
+  std::vector<std::string> activations;  // the defaults, per direction
+};
+
+const Cell* cell_of(const std::string& op) {
+  static const Cell lstm{4, {"sigmoid", "tanh", "tanh"}}, gru{3, {"sigmoid", "tanh"}}, rnn{1, {"tanh"}};
+  if (op == "LSTM") return &lstm;
+  if (op == "GRU") return &gru;
+  if (op == "RNN") return &rnn;
+  return nullptr;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Default activations only (an `activations` list naming them is fine), float32 X/W/R.
+bool rnn_supports(const ir::Node& n, const CpuOptions&) {
+  const Cell* cell = cell_of(n.op_type);
+  if (!cell || !n.domain.empty() || n.num_inputs() < 3) return false;
+  for (int i = 0; i < 3; ++i)
+    if (!n.has_input(i) || n.inputs[i]->dtype != DType::kFloat32) return false;
+  if (n.has_attr("activation_alpha") || n.has_attr("activation_beta")) return false;
+  if (n.has_attr("activations")) {
+    const auto& names = n.attrs.at("activations").strings;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (lower(names[i]) != cell->activations[i % cell->activations.size()]) return false;
+  }
+  return true;
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float clipped(float v, float clip) { return clip > 0 ? std::max(-clip, std::min(clip, v)) : v; }
+
+// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `one_thread`: on this thread, row by
+// row (a step's small GEMM), else oneDNN's sgemm on every thread.
+void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C,
+             bool one_thread = false) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == 0) std::fill(C, C + M * N, 0.0f);
+    return;
+  }
+  if (one_thread) {
+    // Row by row on this thread: the vectorized h . R^T of a recurrent step.
+    if (beta == 0) std::fill(C, C + M * N, 0.0f);
+    for (int64_t m = 0; m < M; ++m) vec_matvec_bt(A + m * K, B, C + m * N, static_cast<size_t>(N), static_cast<size_t>(K));
+    return;
+  }
+  dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
+}
+
+// Everything one run needs, read from the inputs (float32, checked against each other).
+struct RnnRun {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1, G = 1;
+  bool batch_first = false;
+  const float *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr, *p = nullptr, *h0 = nullptr, *c0 = nullptr;
+  std::vector<int64_t> lens;
+};
+
+class RnnKernel : public Kernel {
+ public:
+  RnnKernel(const ir::Node& node, const Cell& cell) : node_(node), cell_(cell) {
+    direction_ = node.attr_string("direction", "forward");
+    clip_ = node.has_attr("clip") ? node.attr_float("clip", 0.0f) : 0.0f;
+    input_forget_ = node.attr_int("input_forget", 0) != 0;
+    linear_before_reset_ = node.attr_int("linear_before_reset", 0) != 0;
+    reference_ = ops::OpRegistry::global().find(node.domain, node.op_type, node.opset);
+  }
+  std::string name() const override { return "cpu:sgemm:" + lower(node_.op_type); }
+
+  Status run(ops::KernelContext& ctx) override {
+    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel");
+    RnnRun r;
+    if (!read_inputs(ctx, r)) return reference_->kernel(ctx);
+    const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
+    std::vector<float> y(r.seq * r.dirs * B * H, 0.0f), yh(r.dirs * B * H), yc(r.dirs * B * H);
+    std::vector<std::vector<float>> xw(r.dirs, std::vector<float>(r.seq * B * GH));
+    for (int64_t d = 0; d < r.dirs; ++d) project_inputs(r, d, xw[d]);  // big GEMMs: every thread
+    zeros(H);
+    // The steps' GEMMs are small (M = batch): split over threads they wait more than they work, so
+    // each direction's recurrence runs on one thread, the two of a bidirectional layer side by side.
+    const bool small_steps = B * GH * H < (int64_t{1} << 21);
+#pragma omp parallel for num_threads(static_cast<int>(r.dirs)) if (small_steps && r.dirs > 1)
+    for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], small_steps, y, yh, yc);
+    return write_outputs(ctx, r, y, yh, yc);
+  }
+
+ private:
+  // Direction d's steps over its input projections `xw`, writing its part of y, yh and yc.
+  void recur(const RnnRun& r, int64_t d, std::vector<float>& xw, bool one_thread, std::vector<float>& y,
+             std::vector<float>& yh, std::vector<float>& yc) const {
+    const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
+    std::vector<float> step(B * GH), h(B * H), c(B * H), rh(B * H);
+    const bool reverse = direction_ == "reverse" || d == 1;
+    for (int64_t bi = 0; bi < B; ++bi) {
+      std::copy_n(r.h0 ? r.h0 + state_offset(r, d, bi) : zeros_.data(), H, h.data() + bi * H);
+      std::copy_n(r.c0 ? r.c0 + state_offset(r, d, bi) : zeros_.data(), H, c.data() + bi * H);
+    }
+    const float* rd = r.r + d * GH * H;
+    const float* bd = r.b ? r.b + d * 2 * GH : nullptr;
+    const float* pd = r.p ? r.p + d * 3 * H : nullptr;
+    for (int64_t s = 0; s < r.seq; ++s) {
+      const int64_t t = reverse ? r.seq - 1 - s : s;
+      for (int64_t bi = 0; bi < B; ++bi) std::copy_n(xw.data() + row_of(r, t, bi) * GH, GH, step.data() + bi * GH);
+      if (node_.op_type == "GRU") {
+        gru_step(r, rd, bd, step, h, rh, one_thread);
+      } else {
+        gemm_bt(B, GH, H, h.data(), rd, 1.0f, step.data(), one_thread);
+      }
+      for (int64_t bi = 0; bi < B; ++bi) {
+        if (t >= r.lens[bi]) continue;  // past this row's length: state kept, output zero
+        float* hb = h.data() + bi * H;
+        float* cb = c.data() + bi * H;
+        const float* g = step.data() + bi * GH;
+        if (node_.op_type == "LSTM") lstm_cell(g, pd, H, hb, cb);
+        else if (node_.op_type == "GRU") gru_cell(g, rh.data() + bi * H, H, hb);
+        else for (int64_t k = 0; k < H; ++k) hb[k] = std::tanh(clipped(g[k], clip_));
+        std::copy_n(hb, H, y.data() + ((t * r.dirs + d) * B + bi) * H);
+      }
+    }
+    std::copy(h.begin(), h.end(), yh.begin() + d * B * H);
+    std::copy(c.begin(), c.end(), yc.begin() + d * B * H);
+  }
+
+  // False when the inputs are not what this kernel takes (the reference kernel then runs and reports).
+  bool read_inputs(ops::KernelContext& ctx, RnnRun& r) const {
+    for (int i = 0; i < 3; ++i)
+      if (!ctx.has_input(i) || ctx.input(i).dtype() != DType::kFloat32 || !ctx.input(i).is_plain() ||
+          ctx.input(i).rank() != 3)
+        return false;
+    if (direction_ != "forward" && direction_ != "reverse" && direction_ != "bidirectional") return false;
+    const Tensor &X = ctx.input(0), &W = ctx.input(1), &R = ctx.input(2);
+    r.batch_first = node_.opset >= 14 && node_.attr_int("layout", 0) != 0;
+    r.seq = r.batch_first ? X.dim(1) : X.dim(0);
+    r.batch = r.batch_first ? X.dim(0) : X.dim(1);
+    r.input = X.dim(2);
+    r.hidden = R.dim(2);
+    r.dirs = direction_ == "bidirectional" ? 2 : 1;
+    r.G = cell_.gates;
+    const int64_t GH = r.G * r.hidden;
+    if (node_.has_attr("hidden_size") && node_.attr_int("hidden_size", 0) != r.hidden) return false;
+    if (W.dim(0) != r.dirs || R.dim(0) != r.dirs || W.dim(1) != GH || W.dim(2) != r.input || R.dim(1) != GH) return false;
+    r.x = X.data<float>();
+    r.w = W.data<float>();
+    r.r = R.data<float>();
+    auto optional = [&](int i, int64_t numel, const float** out) {
+      if (!ctx.has_input(i)) return true;
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != DType::kFloat32 || !t.is_plain() || t.numel() != numel) return false;
+      *out = t.data<float>();
+      return true;
+    };
+    if (!optional(3, r.dirs * 2 * GH, &r.b)) return false;
+    if (!optional(5, r.dirs * r.batch * r.hidden, &r.h0)) return false;
+    if (node_.op_type == "LSTM" && (!optional(6, r.dirs * r.batch * r.hidden, &r.c0) || !optional(7, r.dirs * 3 * r.hidden, &r.p)))
+      return false;
+    r.lens.assign(r.batch, r.seq);
+    if (ctx.has_input(4)) {
+      const Tensor& L = ctx.input(4);
+      if (L.numel() != r.batch || !is_integer(L.dtype())) return false;
+      for (int64_t i = 0; i < r.batch; ++i) {
+        r.lens[i] = L.as_int64(i);
+        if (r.lens[i] < 0 || r.lens[i] > r.seq) return false;
+      }
+    }
+    return true;
+  }
+
+  // Row of step t, batch row bi in X (and in the projections, which keep X's row order).
+  static int64_t row_of(const RnnRun& r, int64_t t, int64_t bi) { return r.batch_first ? bi * r.seq + t : t * r.batch + bi; }
+  static int64_t state_offset(const RnnRun& r, int64_t d, int64_t bi) {
+    return (r.batch_first ? bi * r.dirs + d : d * r.batch + bi) * r.hidden;
+  }
+  // Zeros for absent initial states, sized before the directions run (in parallel).
+  void zeros(int64_t n) {
+    if (static_cast<int64_t>(zeros_.size()) < n) zeros_.assign(n, 0.0f);
+  }
+
+  // xw[rows, GH] = X . W_d^T + Wb_d (+ Rb_d for every gate the cell adds both biases to).
+  void project_inputs(const RnnRun& r, int64_t d, std::vector<float>& xw) const {
+    const int64_t GH = r.G * r.hidden, rows = r.seq * r.batch;
+    if (r.b) {
+      const float* wb = r.b + d * 2 * GH;
+      const float* rb = wb + GH;
+      // GRU keeps the hidden gate's Rb apart (it is scaled by r, or added after the reset product).
+      const int64_t fold = node_.op_type == "GRU" ? 2 * r.hidden : GH;
+      std::vector<float> bias(GH);
+      for (int64_t k = 0; k < GH; ++k) bias[k] = wb[k] + (k < fold ? rb[k] : 0.0f);
+      for (int64_t i = 0; i < rows; ++i) std::copy(bias.begin(), bias.end(), xw.begin() + i * GH);
+    }
+    gemm_bt(rows, GH, r.input, r.x, r.w + d * GH * r.input, r.b ? 1.0f : 0.0f, xw.data());
+  }
+
+  void lstm_cell(const float* g, const float* p, int64_t H, float* h, float* c) const {
+    for (int64_t k = 0; k < H; ++k) {
+      const float c_prev = c[k];
+      const float i = sigmoid(clipped(g[k] + (p ? p[k] * c_prev : 0.0f), clip_));
+      float f = sigmoid(clipped(g[2 * H + k] + (p ? p[2 * H + k] * c_prev : 0.0f), clip_));
+      if (input_forget_) f = 1.0f - i;
+      const float cc = std::tanh(clipped(g[3 * H + k], clip_));
+      const float cn = f * c_prev + i * cc;
+      const float o = sigmoid(clipped(g[H + k] + (p ? p[H + k] * cn : 0.0f), clip_));
+      c[k] = cn;
+      h[k] = o * std::tanh(cn);
+    }
+  }
+
+  // The recurrent part of a GRU step for every row: step holds x.W + biases; afterwards the z and r
+  // gates hold their pre-activations and the hidden gate's row holds x.W_h + Wb_h, while `hr` holds
+  // the recurrent term of the hidden gate (r * (h.R_h + Rb_h), or (r * h).R_h + Rb_h).
+  void gru_step(const RnnRun& r, const float* rd, const float* bd, std::vector<float>& step, const std::vector<float>& h,
+                std::vector<float>& hr, bool one_thread) const {
+    const int64_t H = r.hidden, B = r.batch, GH = 3 * H;
+    const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
+    // z and r gates: h . R_zr^T added into the step rows; R's rows are [z, r, h] gates.
+    std::vector<float> zr(B * 2 * H), hh(B * H);
+    gemm_bt(B, 2 * H, H, h.data(), rd, 0.0f, zr.data(), one_thread);
+    for (int64_t bi = 0; bi < B; ++bi)
+      for (int64_t k = 0; k < 2 * H; ++k) step[bi * GH + k] += zr[bi * 2 * H + k];
+    if (linear_before_reset_) {
+      gemm_bt(B, H, H, h.data(), rd + 2 * H * H, 0.0f, hh.data(), one_thread);
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t k = 0; k < H; ++k) {
+          const float rg = sigmoid(clipped(step[bi * GH + H + k], clip_));
+          hr[bi * H + k] = rg * (hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f));
+        }
+    } else {
+      std::vector<float> rh(B * H);
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t k = 0; k < H; ++k) rh[bi * H + k] = sigmoid(clipped(step[bi * GH + H + k], clip_)) * h[bi * H + k];
+      gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), one_thread);
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t k = 0; k < H; ++k) hr[bi * H + k] = hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f);
+    }
+  }
+
+  void gru_cell(const float* g, const float* hr, int64_t H, float* h) const {
+    for (int64_t k = 0; k < H; ++k) {
+      const float z = sigmoid(clipped(g[k], clip_));
+      const float hh = std::tanh(clipped(g[2 * H + k] + hr[k], clip_));
+      h[k] = (1.0f - z) * hh + z * h[k];
+    }
+  }
+
+  Status write_outputs(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& y, const std::vector<float>& yh,
+                       const std::vector<float>& yc) const {
+    const int64_t H = r.hidden, B = r.batch, D = r.dirs, S = r.seq;
+    if (ctx.wants_output(0)) {
+      std::vector<int64_t> dims = r.batch_first ? std::vector<int64_t>{B, S, D, H} : std::vector<int64_t>{S, D, B, H};
+      FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(0, DType::kFloat32, dims));
+      float* o = out->data<float>();
+      for (int64_t t = 0; t < S; ++t)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t bi = 0; bi < B; ++bi)
+            std::copy_n(y.data() + ((t * D + d) * B + bi) * H, H,
+                        o + (r.batch_first ? (bi * S + t) * D + d : (t * D + d) * B + bi) * H);
+    }
+    auto state = [&](int i, const std::vector<float>& v) -> Status {
+      if (!ctx.wants_output(i)) return Status();
+      std::vector<int64_t> dims = r.batch_first ? std::vector<int64_t>{B, D, H} : std::vector<int64_t>{D, B, H};
+      FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, DType::kFloat32, dims));
+      float* o = out->data<float>();
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t bi = 0; bi < B; ++bi)
+          std::copy_n(v.data() + (d * B + bi) * H, H, o + (r.batch_first ? bi * D + d : d * B + bi) * H);
+      return Status();
+    };
+    FERRY_RETURN_IF_ERROR(state(1, yh));
+    if (node_.op_type == "LSTM") FERRY_RETURN_IF_ERROR(state(2, yc));
+    return Status();
+  }
+
+  const ir::Node& node_;
+  const Cell& cell_;
+  std::string direction_;
+  float clip_ = 0;
+  bool input_forget_ = false, linear_before_reset_ = false;
+  const ops::OpSchema* reference_ = nullptr;
+  std::vector<float> zeros_;
+};
+
+Result<std::unique_ptr<Kernel>> create_rnn(const ir::Node& node, const CpuOptions&) {
+  const Cell* cell = cell_of(node.op_type);
+  if (!cell) return Status::unsupported("the cpu backend has no recurrent kernel for " + node.label());
+  return std::unique_ptr<Kernel>(new RnnKernel(node, *cell));
+}
+
+}  // namespace
+
+void register_rnn(KernelTable& t) {
+  for (const char* op : {"LSTM", "GRU", "RNN"}) t.push_back({"", op, rnn_supports, create_rnn});
+}
+
+}  // namespace ferry::backends::cpu

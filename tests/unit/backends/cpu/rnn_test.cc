@@ -1,0 +1,107 @@
+// The cpu backend's LSTM / GRU / RNN (GEMMs, rnn.cc) against the reference kernel over the ONNX
+// features: directions, batch-first layout, biases, sequence_lens, initial states, peepholes, clip,
+// input_forget and both GRU reset variants; and the kernel is the cpu one, not a reference fallback.
+#include <gtest/gtest.h>
+
+#include "unit/backends/cpu/conv_test_util.h"
+
+namespace ferry::backends::cpu::testing {
+namespace {
+
+struct RnnCase {
+  std::string op;
+  std::string direction = "forward";
+  bool batch_first = false, bias = true, lens = false, initial = false, peepholes = false;
+  float clip = 0;
+  bool input_forget = false, linear_before_reset = false;
+  std::string name() const {
+    return op + "_" + direction + (batch_first ? "_batch_first" : "") + (bias ? "" : "_nobias") + (lens ? "_lens" : "") +
+           (initial ? "_initial" : "") + (peepholes ? "_peep" : "") + (clip > 0 ? "_clip" : "") +
+           (input_forget ? "_input_forget" : "") + (linear_before_reset ? "_lbr" : "");
+  }
+};
+
+void check(const RnnCase& c) {
+  const int64_t S = 5, B = 3, I = 7, H = 6;
+  const int64_t D = c.direction == "bidirectional" ? 2 : 1;
+  const int64_t G = c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
+  GraphBuilder g;
+  std::vector<int64_t> xdims = c.batch_first ? std::vector<int64_t>{B, S, I} : std::vector<int64_t>{S, B, I};
+  std::vector<ir::Value*> ins{g.input("x", xdims), g.constant(random_tensor({D, G * H, I}, 2)),
+                              g.constant(random_tensor({D, G * H, H}, 3))};
+  ins.push_back(c.bias ? g.constant(random_tensor({D, 2 * G * H}, 4)) : nullptr);
+  ins.push_back(c.lens ? g.constant(Tensor::from_vector<int32_t>({5, 2, 0}, {B})) : nullptr);
+  std::vector<int64_t> sdims = c.batch_first ? std::vector<int64_t>{B, D, H} : std::vector<int64_t>{D, B, H};
+  ins.push_back(c.initial ? g.constant(random_tensor(sdims, 5)) : nullptr);
+  if (c.op == "LSTM") {
+    ins.push_back(c.initial ? g.constant(random_tensor(sdims, 6)) : nullptr);
+    ins.push_back(c.peepholes ? g.constant(random_tensor({D, 3 * H}, 7)) : nullptr);
+  }
+  while (!ins.empty() && !ins.back()) ins.pop_back();
+  Attrs a{{"hidden_size", int_attr(H)}, {"direction", string_attr(c.direction)}};
+  if (c.batch_first) a["layout"] = int_attr(1);
+  if (c.clip > 0) a["clip"] = float_attr(c.clip);
+  if (c.input_forget) a["input_forget"] = int_attr(1);
+  if (c.linear_before_reset) a["linear_before_reset"] = int_attr(1);
+  ir::Value* y = g.node(c.op, ins, a, 14);
+  ir::Node* n = y->producer;
+  for (int i = 1; i < (c.op == "LSTM" ? 3 : 2); ++i) {
+    ir::Value* o = g.graph().add_value(n->name + "_state" + std::to_string(i));
+    o->dtype = DType::kFloat32;
+    o->producer = n;
+    o->producer_output = i;
+    n->outputs.push_back(o);
+  }
+  for (ir::Value* o : n->outputs) g.output(o);
+  ir::Graph& graph = g.finish();
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE((*backend)->supports(*graph.nodes[0])) << c.name();
+  auto k = (*backend)->create_kernel(*graph.nodes[0]);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_EQ((*k)->name().rfind("cpu:sgemm:", 0), 0u) << (*k)->name();
+  Tensor x = random_tensor(xdims, 1);
+  auto cpu = run_graph(graph, "cpu", {x});
+  auto ref = run_graph(graph, "reference", {x});
+  ASSERT_TRUE(cpu.ok()) << c.name() << ": " << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << c.name() << ": " << ref.status().to_string();
+  ASSERT_EQ(cpu->size(), ref->size());
+  for (size_t i = 0; i < cpu->size(); ++i) expect_close((*cpu)[i], (*ref)[i], 2e-5f, c.name() + " output " + std::to_string(i));
+}
+
+std::vector<RnnCase> cases() {
+  std::vector<RnnCase> v;
+  for (const char* op : {"LSTM", "GRU", "RNN"})
+    for (const char* dir : {"forward", "reverse", "bidirectional"})
+      for (bool bf : {false, true}) {
+        RnnCase c{op, dir, bf};
+        v.push_back(c);
+        c.lens = c.initial = true;
+        v.push_back(c);
+      }
+  v.push_back({"LSTM", "bidirectional", false, true, true, true, true, 0.8f, false});
+  v.push_back({"LSTM", "forward", true, false, false, true, false, 0, true});
+  v.push_back({"GRU", "bidirectional", false, true, true, true, false, 0.5f, false, true});
+  v.push_back({"GRU", "reverse", true, true, false, false, false, 0, false, true});
+  v.push_back({"RNN", "forward", false, false, true, false, false, 0.3f});
+  return v;
+}
+
+class CpuRnnCases : public ::testing::TestWithParam<RnnCase> {};
+TEST_P(CpuRnnCases, MatchesReference) { check(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Rnn, CpuRnnCases, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<RnnCase>& i) { return i.param.name(); });
+
+// Custom activations stay on the reference kernel (the cpu one implements the defaults only).
+TEST(CpuRnn, OtherActivationsAreNotTaken) {
+  GraphBuilder g;
+  ir::Value* y = g.node("RNN", {g.input("x", {2, 1, 3}), g.constant(random_tensor({1, 4, 3}, 2)),
+                                g.constant(random_tensor({1, 4, 4}, 3))},
+                        {{"hidden_size", int_attr(4)}, {"activations", strings_attr({"Relu"})}}, 14);
+  g.output(y);
+  ir::Graph& graph = g.finish();
+  auto backend = make_backend("cpu");
+  EXPECT_FALSE((*backend)->supports(*graph.nodes[0]));
+}
+
+}  // namespace
+}  // namespace ferry::backends::cpu::testing
