@@ -16,6 +16,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/vec_rnn.h"
 #include "ops/op.h"
 
 namespace ferry::backends::cpu {
@@ -139,9 +140,9 @@ class RnnKernel : public Kernel {
         float* hb = h.data() + bi * H;
         float* cb = c.data() + bi * H;
         const float* g = step.data() + bi * GH;
-        if (node_.op_type == "LSTM") lstm_cell(g, pd, H, hb, cb);
-        else if (node_.op_type == "GRU") gru_cell(g, rh.data() + bi * H, H, hb);
-        else for (int64_t k = 0; k < H; ++k) hb[k] = std::tanh(clipped(g[k], clip_));
+        if (node_.op_type == "LSTM") vec_lstm_cell(g, pd, H, clip_, input_forget_, hb, cb);
+        else if (node_.op_type == "GRU") vec_gru_cell(g, rh.data() + bi * H, H, clip_, hb);
+        else vec_rnn_cell(g, H, clip_, hb);
         std::copy_n(hb, H, y.data() + ((t * r.dirs + d) * B + bi) * H);
       }
     }
@@ -218,20 +219,6 @@ class RnnKernel : public Kernel {
     gemm_bt(rows, GH, r.input, r.x, r.w + d * GH * r.input, r.b ? 1.0f : 0.0f, xw.data());
   }
 
-  void lstm_cell(const float* g, const float* p, int64_t H, float* h, float* c) const {
-    for (int64_t k = 0; k < H; ++k) {
-      const float c_prev = c[k];
-      const float i = sigmoid(clipped(g[k] + (p ? p[k] * c_prev : 0.0f), clip_));
-      float f = sigmoid(clipped(g[2 * H + k] + (p ? p[2 * H + k] * c_prev : 0.0f), clip_));
-      if (input_forget_) f = 1.0f - i;
-      const float cc = std::tanh(clipped(g[3 * H + k], clip_));
-      const float cn = f * c_prev + i * cc;
-      const float o = sigmoid(clipped(g[H + k] + (p ? p[H + k] * cn : 0.0f), clip_));
-      c[k] = cn;
-      h[k] = o * std::tanh(cn);
-    }
-  }
-
   // The recurrent part of a GRU step for every row: step holds x.W + biases; afterwards the z and r
   // gates hold their pre-activations and the hidden gate's row holds x.W_h + Wb_h, while `hr` holds
   // the recurrent term of the hidden gate (r * (h.R_h + Rb_h), or (r * h).R_h + Rb_h).
@@ -258,14 +245,6 @@ class RnnKernel : public Kernel {
       gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), one_thread);
       for (int64_t bi = 0; bi < B; ++bi)
         for (int64_t k = 0; k < H; ++k) hr[bi * H + k] = hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f);
-    }
-  }
-
-  void gru_cell(const float* g, const float* hr, int64_t H, float* h) const {
-    for (int64_t k = 0; k < H; ++k) {
-      const float z = sigmoid(clipped(g[k], clip_));
-      const float hh = std::tanh(clipped(g[2 * H + k] + hr[k], clip_));
-      h[k] = (1.0f - z) * hh + z * h[k];
     }
   }
 

@@ -1,0 +1,17 @@
+// Vectorized float32 cell updates of the recurrent ops (rnn.cc), over the hidden units of one batch
+// row: the sigmoids and tanhs of every step, which cost more than the step's matvec when computed one
+// std::exp at a time. Compiled per x86 ISA with Highway, picked at run time.
+#pragma once
+#include <cstdint>
+
+namespace ferry::backends::cpu {
+
+// LSTM: g holds the gates' pre-activations in ONNX order [i, o, f, c] (4 * hidden), p the peepholes
+// [i, o, f] (3 * hidden) or null; clip > 0 clips every pre-activation. Updates h and c in place.
+void vec_lstm_cell(const float* g, const float* p, int64_t hidden, float clip, bool input_forget, float* h, float* c);
+// GRU: g holds [z, r, h] pre-activations without the hidden gate's recurrent term, which is `hr`.
+void vec_gru_cell(const float* g, const float* hr, int64_t hidden, float clip, float* h);
+// RNN: h = tanh(g).
+void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h);
+
+}  // namespace ferry::backends::cpu
