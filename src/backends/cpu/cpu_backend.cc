@@ -27,7 +27,8 @@ namespace ferry::backends::cpu {
   X(layer_norm)                   \
   X(transpose)                    \
   X(slice)                        \
-  X(rnn)
+  X(rnn)                          \
+  X(resize)
 
 #define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
 FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)
