@@ -80,7 +80,8 @@ Bf16Choice choose_bf16(const CpuOptions& o) {
   if (!c.supported) {
     // The CPU may have it while oneDNN is capped below it (ONEDNN_MAX_CPU_ISA): say which.
     c.why = __builtin_cpu_supports("avx512bf16") ? "oneDNN dispatches below avx512_bf16 here (ONEDNN_MAX_CPU_ISA)"
-                                                 : "this CPU has no avx512_bf16";
+                                                 : "this CPU has no avx512_bf16: --precision bf16 here is for bf16's "
+                                                   "numerics, not for speed";
     if (o.bf16 == Choice::kOn) c.why += " (--cpu-bf16 on cannot apply)";
     return c;
   }
@@ -103,7 +104,9 @@ Bf16Choice choose_bf16(const CpuOptions& o) {
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1fx", c.dot_vs_fma);
   c.why = std::string("avx512_bf16 dot products measured ") + rate + " the fp32 FMA flop rate";
-  if (!c.native) c.why += " here and there is no AMX, so fp32 arithmetic is faster; --cpu-bf16 on forces native";
+  if (!c.native)
+    c.why += " here and there is no AMX, so fp32 arithmetic is faster: --precision bf16 on this CPU is for bf16's "
+             "numerics (what a bf16 device computes), not for speed; --cpu-bf16 on forces native";
   return c;
 }
 
