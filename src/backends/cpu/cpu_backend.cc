@@ -28,7 +28,8 @@ namespace ferry::backends::cpu {
   X(transpose)                    \
   X(slice)                        \
   X(rnn)                          \
-  X(resize)
+  X(resize)                       \
+  X(concat)
 
 #define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
 FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)
