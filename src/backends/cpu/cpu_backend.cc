@@ -28,8 +28,7 @@ namespace ferry::backends::cpu {
   X(transpose)                    \
   X(slice)                        \
   X(rnn)                          \
-  X(resize)                       \
-  X(concat)
+  X(resize)
 
 #define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
 FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)
