@@ -59,22 +59,29 @@ bool rnn_supports(const ir::Node& n, const CpuOptions&) {
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float clipped(float v, float clip) { return clip > 0 ? std::max(-clip, std::min(clip, v)) : v; }
 
-// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `one_thread`: on this thread, row by
-// row (a step's small GEMM), else oneDNN's sgemm on every thread.
-void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C,
-             bool one_thread = false) {
+// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `threads` 0: oneDNN's sgemm (every
+// thread; a GEMM worth the name). Otherwise a step's small product (M = batch) as vectorized matvecs, B's
+// rows split into `threads` fixed blocks: each thread reads the same block of the recurrent weights every
+// step, so a weight matrix larger than one core's L2 stays in the cores' caches together.
+void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C, int threads = 0) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0) std::fill(C, C + M * N, 0.0f);
     return;
   }
-  if (one_thread) {
-    // Row by row on this thread: the vectorized h . R^T of a recurrent step.
-    if (beta == 0) std::fill(C, C + M * N, 0.0f);
-    for (int64_t m = 0; m < M; ++m) vec_matvec_bt(A + m * K, B, C + m * N, static_cast<size_t>(N), static_cast<size_t>(K));
+  if (threads == 0) {
+    dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
     return;
   }
-  dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
+  if (beta == 0) std::fill(C, C + M * N, 0.0f);
+  const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
+  const int64_t blocks = (N + block - 1) / block;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && blocks > 1)
+  for (int64_t t = 0; t < blocks; ++t) {
+    const int64_t lo = t * block, n = std::min(N, lo + block) - lo;
+    for (int64_t m = 0; m < M; ++m)
+      vec_matvec_bt(A + m * K, B + lo * K, C + m * N + lo, static_cast<size_t>(n), static_cast<size_t>(K));
+  }
 }
 
 // Everything one run needs, read from the inputs (float32, checked against each other).
@@ -105,49 +112,91 @@ class RnnKernel : public Kernel {
     std::vector<std::vector<float>> xw(r.dirs, std::vector<float>(r.seq * B * GH));
     for (int64_t d = 0; d < r.dirs; ++d) project_inputs(r, d, xw[d]);  // big GEMMs: every thread
     zeros(H);
-    // The steps' GEMMs are small (M = batch): split over threads they wait more than they work, so
-    // each direction's recurrence runs on one thread, the two of a bidirectional layer side by side.
-    const bool small_steps = B * GH * H < (int64_t{1} << 21);
-#pragma omp parallel for num_threads(static_cast<int>(r.dirs)) if (small_steps && r.dirs > 1)
-    for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], small_steps, y, yh, yc);
+    // A step's product has M = batch rows: for a few rows, matvecs on a fixed share of the threads each
+    // (a bidirectional layer's directions side by side), else oneDNN's sgemm.
+    const int threads = std::max(1, omp_get_max_threads());
+    const int dir_threads = static_cast<int>(std::min<int64_t>(r.dirs, threads));
+    const int step_threads = B <= 4 ? std::max(1, threads / dir_threads) : 0;
+#pragma omp parallel for num_threads(dir_threads) if (dir_threads > 1)
+    for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
     return write_outputs(ctx, r, y, yh, yc);
   }
 
  private:
   // Direction d's steps over its input projections `xw`, writing its part of y, yh and yc.
-  void recur(const RnnRun& r, int64_t d, std::vector<float>& xw, bool one_thread, std::vector<float>& y,
+  void recur(const RnnRun& r, int64_t d, std::vector<float>& xw, int step_threads, std::vector<float>& y,
              std::vector<float>& yh, std::vector<float>& yc) const {
     const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
-    std::vector<float> step(B * GH), h(B * H), c(B * H), rh(B * H);
-    const bool reverse = direction_ == "reverse" || d == 1;
+    std::vector<float> step(B * GH), h(B * H), c(B * H), rh(B * H), hh(B * H);
     for (int64_t bi = 0; bi < B; ++bi) {
       std::copy_n(r.h0 ? r.h0 + state_offset(r, d, bi) : zeros_.data(), H, h.data() + bi * H);
       std::copy_n(r.c0 ? r.c0 + state_offset(r, d, bi) : zeros_.data(), H, c.data() + bi * H);
     }
     const float* rd = r.r + d * GH * H;
     const float* bd = r.b ? r.b + d * 2 * GH : nullptr;
-    const float* pd = r.p ? r.p + d * 3 * H : nullptr;
-    for (int64_t s = 0; s < r.seq; ++s) {
-      const int64_t t = reverse ? r.seq - 1 - s : s;
-      for (int64_t bi = 0; bi < B; ++bi) std::copy_n(xw.data() + row_of(r, t, bi) * GH, GH, step.data() + bi * GH);
-      if (node_.op_type == "GRU") {
-        gru_step(r, rd, bd, step, h, rh, one_thread);
-      } else {
-        gemm_bt(B, GH, H, h.data(), rd, 1.0f, step.data(), one_thread);
+    const bool reverse = direction_ == "reverse" || d == 1;
+    auto time_of = [&](int64_t s) { return reverse ? r.seq - 1 - s : s; };
+    const bool gru = node_.op_type == "GRU";
+    if (step_threads > 1 && !(gru && !linear_before_reset_)) {
+      // One team for all steps: each thread multiplies the same block of R's rows every step (the
+      // block stays in its core's cache), then one thread updates the cells. Two barriers a step
+      // instead of a fork and join per product.
+#pragma omp parallel num_threads(step_threads)
+      {
+        const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+        const int64_t block = ((GH + nt - 1) / nt + 15) / 16 * 16;
+        const int64_t lo = std::min(GH, tid * block), hi = std::min(GH, lo + block);
+        for (int64_t s = 0; s < r.seq; ++s) {
+          const int64_t t = time_of(s);
+          for (int64_t bi = 0; bi < B; ++bi) {
+            std::copy(xw.data() + row_of(r, t, bi) * GH + lo, xw.data() + row_of(r, t, bi) * GH + hi, step.data() + bi * GH + lo);
+            // GRU: rows of the z and r gates add into the step; the hidden gate's go to hh.
+            const int64_t split = gru ? std::clamp<int64_t>(2 * H, lo, hi) : hi;
+            if (split > lo) vec_matvec_bt(h.data() + bi * H, rd + lo * H, step.data() + bi * GH + lo, split - lo, H);
+            if (hi > split) {
+              std::fill(hh.data() + bi * H + (split - 2 * H), hh.data() + bi * H + (hi - 2 * H), 0.0f);
+              vec_matvec_bt(h.data() + bi * H, rd + split * H, hh.data() + bi * H + (split - 2 * H), hi - split, H);
+            }
+          }
+#pragma omp barrier
+#pragma omp single
+          {
+            if (gru) gru_reset_term(r, bd, step, hh, rh);
+            update_cells(r, d, t, step, h, c, rh, y);
+          }
+        }
       }
-      for (int64_t bi = 0; bi < B; ++bi) {
-        if (t >= r.lens[bi]) continue;  // past this row's length: state kept, output zero
-        float* hb = h.data() + bi * H;
-        float* cb = c.data() + bi * H;
-        const float* g = step.data() + bi * GH;
-        if (node_.op_type == "LSTM") vec_lstm_cell(g, pd, H, clip_, input_forget_, hb, cb);
-        else if (node_.op_type == "GRU") vec_gru_cell(g, rh.data() + bi * H, H, clip_, hb);
-        else vec_rnn_cell(g, H, clip_, hb);
-        std::copy_n(hb, H, y.data() + ((t * r.dirs + d) * B + bi) * H);
+    } else {
+      for (int64_t s = 0; s < r.seq; ++s) {
+        const int64_t t = time_of(s);
+        for (int64_t bi = 0; bi < B; ++bi) std::copy_n(xw.data() + row_of(r, t, bi) * GH, GH, step.data() + bi * GH);
+        if (gru) {
+          gru_step(r, rd, bd, step, h, rh, step_threads);
+        } else {
+          gemm_bt(B, GH, H, h.data(), rd, 1.0f, step.data(), step_threads);
+        }
+        update_cells(r, d, t, step, h, c, rh, y);
       }
     }
     std::copy(h.begin(), h.end(), yh.begin() + d * B * H);
     std::copy(c.begin(), c.end(), yc.begin() + d * B * H);
+  }
+
+  // The cells of step t for every batch row still within its length (others keep their state and
+  // output zero), and their outputs into y.
+  void update_cells(const RnnRun& r, int64_t d, int64_t t, const std::vector<float>& step, std::vector<float>& h,
+                    std::vector<float>& c, const std::vector<float>& rh, std::vector<float>& y) const {
+    const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
+    const float* pd = r.p ? r.p + d * 3 * H : nullptr;
+    for (int64_t bi = 0; bi < B; ++bi) {
+      if (t >= r.lens[bi]) continue;
+      float* hb = h.data() + bi * H;
+      const float* g = step.data() + bi * GH;
+      if (node_.op_type == "LSTM") vec_lstm_cell(g, pd, H, clip_, input_forget_, hb, c.data() + bi * H);
+      else if (node_.op_type == "GRU") vec_gru_cell(g, rh.data() + bi * H, H, clip_, hb);
+      else vec_rnn_cell(g, H, clip_, hb);
+      std::copy_n(hb, H, y.data() + ((t * r.dirs + d) * B + bi) * H);
+    }
   }
 
   // False when the inputs are not what this kernel takes (the reference kernel then runs and reports).
@@ -223,29 +272,37 @@ class RnnKernel : public Kernel {
   // gates hold their pre-activations and the hidden gate's row holds x.W_h + Wb_h, while `hr` holds
   // the recurrent term of the hidden gate (r * (h.R_h + Rb_h), or (r * h).R_h + Rb_h).
   void gru_step(const RnnRun& r, const float* rd, const float* bd, std::vector<float>& step, const std::vector<float>& h,
-                std::vector<float>& hr, bool one_thread) const {
+                std::vector<float>& hr, int step_threads) const {
     const int64_t H = r.hidden, B = r.batch, GH = 3 * H;
     const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
     // z and r gates: h . R_zr^T added into the step rows; R's rows are [z, r, h] gates.
     std::vector<float> zr(B * 2 * H), hh(B * H);
-    gemm_bt(B, 2 * H, H, h.data(), rd, 0.0f, zr.data(), one_thread);
+    gemm_bt(B, 2 * H, H, h.data(), rd, 0.0f, zr.data(), step_threads);
     for (int64_t bi = 0; bi < B; ++bi)
       for (int64_t k = 0; k < 2 * H; ++k) step[bi * GH + k] += zr[bi * 2 * H + k];
     if (linear_before_reset_) {
-      gemm_bt(B, H, H, h.data(), rd + 2 * H * H, 0.0f, hh.data(), one_thread);
-      for (int64_t bi = 0; bi < B; ++bi)
-        for (int64_t k = 0; k < H; ++k) {
-          const float rg = sigmoid(clipped(step[bi * GH + H + k], clip_));
-          hr[bi * H + k] = rg * (hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f));
-        }
+      gemm_bt(B, H, H, h.data(), rd + 2 * H * H, 0.0f, hh.data(), step_threads);
+      gru_reset_term(r, bd, step, hh, hr);
     } else {
       std::vector<float> rh(B * H);
       for (int64_t bi = 0; bi < B; ++bi)
         for (int64_t k = 0; k < H; ++k) rh[bi * H + k] = sigmoid(clipped(step[bi * GH + H + k], clip_)) * h[bi * H + k];
-      gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), one_thread);
+      gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), step_threads);
       for (int64_t bi = 0; bi < B; ++bi)
         for (int64_t k = 0; k < H; ++k) hr[bi * H + k] = hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f);
     }
+  }
+
+  // linear_before_reset: the hidden gate's recurrent term r * (h.R_h + Rb_h), from hh = h.R_h.
+  void gru_reset_term(const RnnRun& r, const float* bd, const std::vector<float>& step, const std::vector<float>& hh,
+                      std::vector<float>& hr) const {
+    const int64_t H = r.hidden, GH = 3 * H;
+    const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
+    for (int64_t bi = 0; bi < r.batch; ++bi)
+      for (int64_t k = 0; k < H; ++k) {
+        const float rg = sigmoid(clipped(step[bi * GH + H + k], clip_));
+        hr[bi * H + k] = rg * (hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f));
+      }
   }
 
   Status write_outputs(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& y, const std::vector<float>& yh,
