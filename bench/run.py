@@ -1,21 +1,23 @@
-"""The benchmark harness: one command that exports the benchmark models (cached), runs `ferry bench` with
-ONNX Runtime (and OpenVINO, when it is installed or installs) as peers on each model and batch, and writes
-bench/results/<date>.json and a Markdown table (bench/results/<date>.md). See bench/README.md.
+"""The benchmark harness: one command that exports the benchmark suite's models (cached), runs `ferry bench`
+with ONNX Runtime (and OpenVINO, when it is installed or installs) as peers on each model and batch, and
+writes bench/results/<date>.json, a Markdown table (<date>.md) and a plot of ferry / best peer
+(<date>.svg). See bench/README.md.
 
-    bench/run.sh [--models resnet50,mobilenet_v2] [--batches 1,8] [--threads 2] [--ferry build/ferry]
+    bench/run.sh [--suite core|full] [--families vision,segmentation,detection,transformers,recurrent]
+                 [--models resnet50,lstm_2layer] [--list] [--batches 1,8] [--threads 2] [--ferry build/ferry]
                  [--backend cpu] [--opt-level 2] [--iterations N] [--duration S] [--no-openvino]
                  [--precisions fp32,bf16] [--out DIR] [-- extra ferry bench flags]
 
 Each (model, batch) is its own `ferry bench` process, so every process's peak memory is that batch's
-alone; inside it ferry runs first, then ONNX Runtime, then OpenVINO, each peer in its own child process.
-Only the standard library is used here: the harness runs under any python3.
+alone; inside it ferry and the peers alternate round by round, each peer in its own child process.
+The model list and exports live in suite.py / suite_models.py / hf_models.py / export_models.py, the
+table and plot in report.py. Only the standard library is used here: the harness runs under any python3.
 """
 import argparse
 import datetime
 import json
 import os
-import platform
-import shutil
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,58 +25,45 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MODELS = ["resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vit_b_16", "bert_like"]
-TARGET = {1: 0.80, 8: 0.95}  # ferry median latency / ONNX Runtime's (issue 3)
+sys.path.insert(0, HERE)
+import report  # noqa: E402
+import suite  # noqa: E402
+from suite import cache_root, log, venv_python  # noqa: E402,F401  (bench/precision.py uses them from here)
+from suite_models import CORE as MODELS  # noqa: E402,F401  (the core suite; bench/precision.py's models)
+
 BF16_TARGET = {"resnet50": 1.6, "bert_like": 1.6}  # ferry fp32 / ferry bf16 median latency (issue 4)
-DESIGN_PEAK_GFLOPS = 230.0   # DESIGN.md's fp32 peak of the 2-core machine; used only if the probe fails
-
-
-def log(msg):
-    print("bench: " + msg, flush=True)
-
-
-def cache_root():
-    base = os.environ.get("FERRY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ferry")
-    return os.path.join(base, "bench-models")
-
-
-def venv_python():
-    return os.environ.get("FERRY_PYTHON") or os.path.join(ROOT, ".venv", "bin", "python")
+RUN_TIMEOUT_S = 1800  # one `ferry bench` (3 runtimes, one batch); a hang must not stop the suite
+PEER_FAILED = re.compile(r"the (onnxruntime|openvino) peer (?:failed|was killed)")
 
 
 def openvino_available(try_install):
-    """True when the venv imports openvino. Tries `pip install openvino` into the venv once per machine
-    (a marker in the cache remembers a failure), since OpenVINO is an optional second peer."""
-    py = venv_python()
-    if not os.access(py, os.X_OK):
-        return False, "no venv python at %s (run scripts/setup.sh)" % py
-    ok = subprocess.run([py, "-c", "import openvino"], capture_output=True).returncode == 0
-    if ok or not try_install:
+    """True when the venv imports openvino; tries `pip install openvino` into the venv once per machine,
+    since OpenVINO is an optional second peer."""
+    if not try_install:
+        ok = subprocess.run([venv_python(), "-c", "import openvino"], capture_output=True).returncode == 0
         return ok, "" if ok else "openvino is not installed in the venv"
-    marker = os.path.join(os.path.dirname(cache_root()), "openvino-install-failed")
-    if os.path.exists(marker):
-        return False, "an earlier `pip install openvino` failed (%s; delete it to retry)" % marker
-    log("OpenVINO is not in the venv; trying `pip install openvino` once ...")
-    p = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "openvino"],
-                       capture_output=True, text=True)
-    if p.returncode == 0 and subprocess.run([py, "-c", "import openvino"], capture_output=True).returncode == 0:
-        return True, ""
-    os.makedirs(os.path.dirname(marker), exist_ok=True)
-    with open(marker, "w") as f:
-        f.write((p.stderr or p.stdout)[-2000:])
-    return False, "`pip install openvino` failed: " + ((p.stderr or p.stdout).strip().splitlines() or ["?"])[-1]
+    return suite.pip_install_once("openvino", "openvino", "openvino-install-failed")
 
 
 def export(models):
-    cmd = ["/usr/bin/python3", "-E", "-s", os.path.join(HERE, "export_models.py"), *models]
-    log("exporting models with Debian's torch: " + " ".join(models))
-    if subprocess.run(cmd).returncode != 0:
-        sys.exit("bench: error: exporting the models failed (see above)")
+    """Exports the named models or exits (bench/precision.py's use: it measures nothing without them)."""
+    entries = suite.select(suite.load(), "full", None, models)
+    errors = suite.export(entries)
+    if errors:
+        sys.exit("bench: error: exporting failed: " + "; ".join("%s: %s" % kv for kv in errors.items()))
 
 
-def flops(ferry, model, shape):
-    """The FLOP estimate from `ferry inspect --json` for one concrete input shape, or None."""
-    p = subprocess.run([ferry, "inspect", model, "--json", "-", "--shape", "input=" + ",".join(map(str, shape))],
+def input_shapes(info, batch):
+    """--shape arguments for every input at this batch (info.json's shapes carry "batch" at dim 0)."""
+    args = []
+    for i in info.get("inputs") or [{"name": info["input"], "shape": info["shape"]}]:
+        args += ["--shape", "%s=%s" % (i["name"], ",".join(str(batch if d == "batch" else d) for d in i["shape"]))]
+    return args
+
+
+def flops(ferry, model, info, batch):
+    """The FLOP estimate from `ferry inspect --json` at this batch, or None."""
+    p = subprocess.run([ferry, "inspect", model, "--json", "-"] + input_shapes(info, batch),
                        capture_output=True, text=True)
     if p.returncode != 0:
         return None
@@ -85,27 +74,57 @@ def flops(ferry, model, shape):
         return None
 
 
-def bench_one(a, model, batch, peers, extra, precision="fp32"):
-    fd, js = tempfile.mkstemp(suffix=".json", prefix="ferry_bench_")
-    os.close(fd)
+def bench_cmd(a, model, batch, peers, extra, precision):
     cmd = [a.ferry, "bench", model, "--batch", str(batch), "--threads", str(a.threads), "--backend", a.backend,
-           "--opt-level", str(a.opt_level), "--precision", precision, "--json", js]
+           "--opt-level", str(a.opt_level), "--precision", precision]
     for p in peers:
         cmd += ["--peer", p]
     if a.iterations:
         cmd += ["--iterations", str(a.iterations)]
     if a.duration:
         cmd += ["--duration", str(a.duration)]
-    cmd += extra
+    return cmd + extra
+
+
+def bench_once(cmd):
+    fd, js = tempfile.mkstemp(suffix=".json", prefix="ferry_bench_")
+    os.close(fd)
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    run = {"command": cmd, "exit_code": p.returncode, "wall_s": time.time() - t0, "stdout": p.stdout}
-    if p.returncode == 0:
-        with open(js) as f:
-            run["bench"] = json.load(f)
-    else:
-        run["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    try:
+        p = subprocess.run(cmd + ["--json", js], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        run = {"command": cmd, "exit_code": p.returncode, "wall_s": time.time() - t0, "stdout": p.stdout}
+        if p.returncode == 0:
+            with open(js) as f:
+                run["bench"] = json.load(f)
+        else:
+            run["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    except subprocess.TimeoutExpired:
+        run = {"command": cmd, "exit_code": None, "wall_s": time.time() - t0,
+               "error": "timed out after %d s" % RUN_TIMEOUT_S}
+    except OSError as e:  # the binary is being rebuilt under us
+        run = {"command": cmd, "exit_code": None, "wall_s": time.time() - t0, "error": "cannot run ferry: %s" % e}
     os.unlink(js)
+    return run
+
+
+def bench_one(a, model, batch, peers, extra, precision="fp32"):
+    """One `ferry bench`. `ferry bench` fails as a whole when a peer fails; then it is rerun without that
+    peer, so ferry's and the other peer's figures stay, and the run says why the peer is missing."""
+    peers = list(peers)
+    peer_errors = {}
+    while True:
+        run = bench_once(bench_cmd(a, model, batch, peers, extra, precision))
+        if run.get("exit_code") is None and run["error"].startswith("cannot run ferry"):
+            time.sleep(30)
+            run = bench_once(bench_cmd(a, model, batch, peers, extra, precision))
+        m = PEER_FAILED.search(run.get("error", ""))
+        if "bench" in run or not m or m.group(1) not in peers:
+            break
+        peer_errors[m.group(1)] = run["error"][m.start():]
+        log("%s batch %d: %s; measuring again without it" % (os.path.basename(os.path.dirname(model)), batch,
+                                                            run["error"][m.start():][:200]))
+        peers.remove(m.group(1))
+    run["peer_errors"] = peer_errors
     return run
 
 
@@ -127,8 +146,13 @@ def agreement(bench, name, batch):
     return None
 
 
-def row(model, batch, run, fl):
-    r = {"model": model, "batch": batch}
+def error_row(entry, batch, error):
+    return {"model": entry["name"], "family": entry["family"], "batch": batch, "error": error}
+
+
+def row(entry, batch, run, fl, info):
+    r = {"model": entry["name"], "family": entry["family"], "batch": batch, "exporter": info.get("exporter"),
+         "exporter_short": suite.short_exporter(info)}
     if "bench" not in run:
         r["error"] = run.get("error", "failed")
         return r
@@ -136,6 +160,8 @@ def row(model, batch, run, fl):
     f = b["results"][0]
     ort = peer_result(b, "onnxruntime", batch)
     ov = peer_result(b, "openvino", batch)
+    for name, err in run.get("peer_errors", {}).items():
+        r[{"onnxruntime": "ort_error", "openvino": "ov_error"}[name]] = err
     r["ferry_median_ms"] = f["latency_ms"]["median"]
     r["ferry_peak_mib"] = f["peak_rss_bytes"] / 2**20
     r["ferry_cv"] = f["cv"]
@@ -149,9 +175,6 @@ def row(model, batch, run, fl):
         r["memory_ratio"] = r["ferry_peak_mib"] / r["ort_peak_mib"] if r["ort_peak_mib"] else None
         if fl:
             r["ort_gflops"] = fl / 1e9 / (ort["latency_ms"]["median"] / 1000)
-        if batch in TARGET:
-            r["target"] = TARGET[batch]
-            r["target_met"] = r["ratio"] <= TARGET[batch]
     ag = agreement(b, "onnxruntime", batch)
     if ag:
         r["ort_max_rel_diff"] = ag["max_rel_diff"]
@@ -161,6 +184,12 @@ def row(model, batch, run, fl):
     if ov:
         r["ov_median_ms"] = ov["latency_ms"]["median"]
         r["ov_ratio"] = r["ferry_median_ms"] / r["ov_median_ms"]
+    name, ms = report.best_peer(r)
+    if name:
+        r["best_peer"] = name
+        r["best_ratio"] = r["ferry_median_ms"] / ms
+        r["target"] = report.TARGET
+        r["target_met"] = r["best_ratio"] <= report.TARGET
     r["unstable"] = f["unstable"] or bool(ort and ort["unstable"]) or bool(ov and ov["unstable"])
     return r
 
@@ -178,66 +207,6 @@ def add_precision(r, precision, run):
         if precision == "bf16" and r["model"] in BF16_TARGET:
             r["bf16_target"] = BF16_TARGET[r["model"]]
             r["bf16_target_met"] = r["bf16_speedup"] >= BF16_TARGET[r["model"]]
-
-
-def markdown(rows, meta):
-    def n(v, fmt="%.2f"):
-        return fmt % v if isinstance(v, (int, float)) and v is not None else "—"
-    have_ov = any("ov_median_ms" in r for r in rows)
-    low = [p for p in meta.get("precisions", []) if p != "fp32"]
-    head = ["model", "batch", "ferry median ms", "ORT median ms", "ferry/ORT", "target", "met?"]
-    if have_ov:
-        head += ["OpenVINO median ms", "ferry/OV"]
-    for p in low:
-        head += ["ferry %s ms" % p, "%s speed-up vs ferry fp32" % p]
-    head += ["ferry GFLOP/s", "ORT GFLOP/s", "peak MiB ferry / ORT", "memory ≤ ORT?", "outputs vs ORT (rel.)"]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        if "error" in r:
-            cells = [r["model"], str(r["batch"]), "error: " + r["error"].replace("|", "\\|")] + [""] * (len(head) - 3)
-        else:
-            met = "—" if "target_met" not in r else ("yes" if r["target_met"] else "**no**")
-            cells = [r["model"], str(r["batch"]), n(r.get("ferry_median_ms")), n(r.get("ort_median_ms")),
-                     n(r.get("ratio"), "%.3f") + (" (unstable)" if r.get("unstable") else ""),
-                     n(r.get("target"), "≤ %.2f"), met]
-            if have_ov:
-                cells += [n(r.get("ov_median_ms")), n(r.get("ov_ratio"), "%.3f")]
-            for p in low:
-                if p + "_error" in r:
-                    cells += ["error: " + r[p + "_error"].replace("|", "\\|"), ""]
-                    continue
-                sp = n(r.get(p + "_speedup"), "%.2f×")
-                if p == "bf16" and "bf16_target" in r:
-                    sp += " (target ≥ %.1f×: %s)" % (r["bf16_target"], "met" if r["bf16_target_met"] else "**no**")
-                cells += [n(r.get(p + "_median_ms")) + (" (unstable)" if r.get(p + "_unstable") else ""), sp]
-            mem_ok = "—" if r.get("memory_ratio") is None else ("yes" if r["memory_ratio"] <= 1 else "**no**")
-            cells += [n(r.get("ferry_gflops"), "%.1f"), n(r.get("ort_gflops"), "%.1f"),
-                      "%s / %s" % (n(r.get("ferry_peak_mib"), "%.0f"), n(r.get("ort_peak_mib"), "%.0f")), mem_ok,
-                      ("%.1e" % r["ort_max_rel_diff"] + ("" if r.get("ort_agrees") else " **differ**"))
-                      if "ort_max_rel_diff" in r else "—"]
-        out.append("| " + " | ".join(cells) + " |")
-    notes = ["", "%s; %s; ferry %s backend, opt-level %s, %d threads; ONNX Runtime %s%s." % (
-        meta["date_utc"], meta["cpu"], meta["backend"], meta["opt_level"], meta["threads"], meta.get("ort_version", "?"),
-        (", OpenVINO " + meta["ov_version"]) if meta.get("ov_version") else "")]
-    if meta.get("openvino_note"):
-        notes.append("OpenVINO skipped: " + meta["openvino_note"] + ".")
-    peak = meta.get("peak_gflops") or DESIGN_PEAK_GFLOPS
-    peak_src = ("measured by `ferry doctor` on %d threads, best of %d probes: %s" % (
-        meta["threads"], len(meta.get("peak_gflops_probes", [])),
-        ", ".join("%.0f" % x for x in meta.get("peak_gflops_probes", [])))) if meta.get("peak_gflops") \
-        else "DESIGN.md's figure: the probe failed"
-    for r in rows:
-        if r["model"] == "resnet50" and r["batch"] == 8 and r.get("ferry_gflops"):
-            notes.append("resnet50 batch 8: ferry %.1f GFLOP/s = %.0f%% of the %.0f GFLOP/s fp32 peak (%s; target ≥ 85%%); "
-                         "ONNX Runtime %.0f%%." % (r["ferry_gflops"], 100 * r["ferry_gflops"] / peak, peak, peak_src,
-                                                   100 * r.get("ort_gflops", 0) / peak))
-    if low:
-        notes.append("Lower-precision columns: ferry alone at that --precision (bf16 Conv/MatMul here: %s; "
-                     "fp16: emulated, rounding only), speed-up = ferry fp32 median / that median; bf16 target ≥ 1.6× "
-                     "on resnet50 and bert_like." % meta.get("bf16_choice", "?"))
-    notes.append("Ratios are ferry/peer median latency (below 1: ferry faster); targets: batch 1 ≤ 0.80, batch 8 ≤ 0.95, "
-                 "peak memory ≤ ONNX Runtime's. GFLOP/s = `ferry inspect` FLOP estimate / median latency.")
-    return "\n".join(out + notes) + "\n"
 
 
 def doctor_findings(ferry, threads):
@@ -260,14 +229,8 @@ def measured_peak(ferry, threads):
 
 
 def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return "%s × %d" % (line.split(":", 1)[1].strip(), os.cpu_count() or 0)
-    except OSError:
-        pass
-    return platform.processor() or "?"
+    name, n, _ = report.cpu_info()
+    return "%s × %d" % (name, n)
 
 
 def git_commit():
@@ -277,14 +240,14 @@ def git_commit():
     return (p.stdout.strip() or "?") + ("+dirty" if dirty else "")
 
 
-def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=",".join(MODELS), help="comma list (default: all six)")
+    ap.add_argument("--suite", choices=["core", "full"],
+                    help="core: the six models (default); full: every model (default with --families)")
+    ap.add_argument("--families", help="comma list of %s" % ", ".join(suite.FAMILIES))
+    ap.add_argument("--models", help="comma list of model names from the full suite (overrides --suite)")
+    ap.add_argument("--list", action="store_true", help="print the selected models (family, exporter, input, "
+                                                        "cache state) and exit: exports and measures nothing")
     ap.add_argument("--batches", default="1,8", help="comma list (default 1,8)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
@@ -296,25 +259,85 @@ def main():
     ap.add_argument("--precisions", default="fp32",
                     help="comma list: fp32 (always, with the peers) plus ferry-only runs at bf16/fp16/mixed-* for the "
                          "speed-up over ferry fp32 (e.g. fp32,bf16)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for <date>.json and <date>.md")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for <date>.{json,md,svg}")
     a = ap.parse_args(argv)
-    models = [m for m in a.models.split(",") if m]
-    for m in models:
-        if m not in MODELS:
-            ap.error("unknown model %r (known: %s)" % (m, ", ".join(MODELS)))
     try:
-        batches = [int(b) for b in a.batches.split(",") if b]
+        a.batches = [int(b) for b in a.batches.split(",") if b]
     except ValueError:
         ap.error("--batches must be a comma list of integers")
-    precisions = ["fp32"] + [p for p in a.precisions.split(",") if p and p != "fp32"]
-    for p in precisions:
+    a.precisions = ["fp32"] + [p for p in a.precisions.split(",") if p and p != "fp32"]
+    for p in a.precisions:
         if p not in ("fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16"):
             ap.error("unknown precision %r in --precisions" % p)
+    families = [f for f in (a.families or "").split(",") if f]
+    models = [m for m in (a.models or "").split(",") if m]
+    a.suite = a.suite or ("full" if families else "core")
+    a.selection = "--models" if models else a.suite  # for the JSON: --models overrides --suite
+    try:
+        a.entries = suite.select(suite.load(), a.suite, families, models)
+    except ValueError as e:
+        ap.error(str(e))
+    return a
+
+
+def make_meta(a, peers, ov_note, extra, now):
+    cpu, ncpu, isa = report.cpu_info()
+    meta = {"date_utc": now.strftime("%Y-%m-%d %H:%M UTC"), "cpu": "%s × %d" % (cpu, ncpu), "cpu_model": cpu,
+            "cpu_count": ncpu, "cpu_isa": isa, "backend": a.backend, "opt_level": a.opt_level, "threads": a.threads,
+            "commit": git_commit(), "ferry": a.ferry, "suite": a.selection, "families": a.families,
+            "models": [e["name"] for e in a.entries], "batches": a.batches, "peers": peers,
+            "precisions": a.precisions, "extra_args": extra, "python": sys.version.split()[0]}
+    if ov_note:
+        meta["openvino_note"] = ov_note
+    return meta
+
+
+def measure(a, entry, b, peers, extra, meta, runs):
+    """The row of one (model, batch): fp32 with the peers, then ferry alone at each lower precision."""
+    path = os.path.join(cache_root(), entry["name"], "model.onnx")
+    with open(os.path.join(cache_root(), entry["name"], "info.json")) as f:
+        info = json.load(f)
+    log("%s batch %d: ferry bench ..." % (entry["name"], b))
+    run = bench_one(a, path, b, peers, extra)
+    fl = flops(a.ferry, path, info, b)
+    run.update({"model": entry["name"], "batch": b, "flops": fl, "info": info})
+    runs.append(run)
+    r = row(entry, b, run, fl, info)
+    for p in a.precisions[1:]:
+        log("%s batch %d: ferry bench --precision %s ..." % (entry["name"], b, p))
+        prun = bench_one(a, path, b, [], extra, p)
+        prun.update({"model": entry["name"], "batch": b, "precision": p})
+        runs.append(prun)
+        add_precision(r, p, prun)
+    if "bench" in run:
+        for p in run["bench"]["peers"]:
+            meta[{"onnxruntime": "ort_version", "openvino": "ov_version"}[p["name"]]] = p["version"]
+    if "error" in r:
+        log("%s batch %d: error: %s" % (entry["name"], b, r["error"]))
+    else:
+        log("%s batch %d: ferry %.2f ms, ORT %s ms, OpenVINO %s ms, ferry/best peer %s (%.0f s)" % (
+            entry["name"], b, r["ferry_median_ms"], "%.2f" % r["ort_median_ms"] if "ort_median_ms" in r else "?",
+            "%.2f" % r["ov_median_ms"] if "ov_median_ms" in r else "?",
+            "%.3f" % r["best_ratio"] if "best_ratio" in r else "?", run["wall_s"]))
+    return r
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    a = parse_args(argv)
+    if a.list:
+        suite.print_list(a.entries)
+        return 0
     if not os.access(a.ferry, os.X_OK):
         sys.exit("bench: error: no ferry binary at %s (build it: bash scripts/build.sh)" % a.ferry)
     a.ferry = os.path.abspath(a.ferry)
 
-    export(models)
+    log("exporting %d model(s) (cached in %s) ..." % (len(a.entries), cache_root()))
+    export_errors = suite.export(a.entries)
     peers = ["onnxruntime"]
     ov_ok, ov_note = (False, "--no-openvino") if a.no_openvino else openvino_available(try_install=True)
     if ov_ok:
@@ -323,11 +346,8 @@ def main():
         log("OpenVINO skipped: " + ov_note)
 
     now = datetime.datetime.now(datetime.timezone.utc)
-    meta = {"date_utc": now.strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_name(), "backend": a.backend,
-            "opt_level": a.opt_level, "threads": a.threads, "commit": git_commit(), "ferry": a.ferry,
-            "models": models, "batches": batches, "peers": peers, "precisions": precisions, "extra_args": extra}
-    if not ov_ok:
-        meta["openvino_note"] = ov_note
+    meta = make_meta(a, peers, "" if ov_ok else ov_note, extra, now)
+    log(" | ".join(report.header_lines(meta)[1:2]))
     # The machine's fp32 peak, probed before and after the runs (the best counts: a shared VM's probe
     # only ever reads low), and what bf16 does on this CPU.
     doc = doctor_findings(a.ferry, a.threads)
@@ -338,46 +358,24 @@ def main():
     runs, rows = [], []
     os.makedirs(a.out, exist_ok=True)
     stem = os.path.join(a.out, now.strftime("%Y-%m-%d-%H%M"))
+    meta["plot"] = os.path.relpath(stem + ".svg", ROOT) if stem.startswith(ROOT + os.sep) else stem + ".svg"
 
     def write():
         # After every run, so an interrupted harness keeps what it measured.
+        meta["summary"] = report.summary(rows, a.batches)
         with open(stem + ".json", "w") as f:
-            json.dump({"schema": "ferry.bench-harness/1", "meta": meta, "table": rows, "runs": runs}, f, indent=1)
+            json.dump({"schema": "ferry.bench-harness/2", "meta": meta, "table": rows, "runs": runs}, f, indent=1)
         with open(stem + ".md", "w") as f:
-            f.write(markdown(rows, meta))
+            f.write(report.markdown(rows, meta))
+        with open(stem + ".svg", "w") as f:
+            f.write(report.svg_plot(rows, meta, a.batches))
 
-    for m in models:
-        path = os.path.join(cache_root(), m, "model.onnx")
-        with open(os.path.join(cache_root(), m, "info.json")) as f:
-            info = json.load(f)
-        for b in batches:
-            log("%s batch %d: ferry bench ..." % (m, b))
-            run = bench_one(a, path, b, peers, extra)
-            shape = [b if d == "batch" else d for d in info["shape"]]
-            fl = flops(a.ferry, path, shape)
-            run.update({"model": m, "batch": b, "flops": fl, "info": info})
-            runs.append(run)
-            r = row(m, b, run, fl)
-            for p in precisions[1:]:
-                log("%s batch %d: ferry bench --precision %s ..." % (m, b, p))
-                prun = bench_one(a, path, b, [], extra, p)
-                prun.update({"model": m, "batch": b, "precision": p})
-                runs.append(prun)
-                add_precision(r, p, prun)
-            rows.append(r)
-            if "bench" in run:
-                for p in run["bench"]["peers"]:
-                    meta[{"onnxruntime": "ort_version", "openvino": "ov_version"}[p["name"]]] = p["version"]
-            if "error" in r:
-                log("%s batch %d: error: %s" % (m, b, r["error"]))
+    for e in a.entries:
+        for b in a.batches:
+            if e["name"] in export_errors:
+                rows.append(error_row(e, b, export_errors[e["name"]]))
             else:
-                log("%s batch %d: ferry %.2f ms, ONNX Runtime %s ms, ratio %s (%.0f s)" % (
-                    m, b, r["ferry_median_ms"], "%.2f" % r["ort_median_ms"] if "ort_median_ms" in r else "?",
-                    "%.3f" % r["ratio"] if "ratio" in r else "?", run["wall_s"]))
-                for p in precisions[1:]:
-                    if p + "_speedup" in r:
-                        log("%s batch %d: ferry %s %.2f ms, %.2fx faster than fp32" % (
-                            m, b, p, r[p + "_median_ms"], r[p + "_speedup"]))
+                rows.append(measure(a, e, b, peers, extra, meta, runs))
             write()
 
     after = measured_peak(a.ferry, a.threads)
@@ -386,8 +384,8 @@ def main():
         meta["peak_gflops"] = max(meta["peak_gflops_probes"])
     write()
     print()
-    print(markdown(rows, meta))
-    log("wrote %s.json and %s.md" % (stem, stem))
+    print(report.markdown(rows, meta))
+    log("wrote %s.json, %s.md and %s.svg" % (stem, stem, stem))
     return 1 if any("error" in r for r in rows) else 0
 
 
