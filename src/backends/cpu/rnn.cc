@@ -117,8 +117,13 @@ class RnnKernel : public Kernel {
     const int threads = std::max(1, omp_get_max_threads());
     const int dir_threads = static_cast<int>(std::min<int64_t>(r.dirs, threads));
     const int step_threads = B <= 4 ? std::max(1, threads / dir_threads) : 0;
-#pragma omp parallel for num_threads(dir_threads) if (dir_threads > 1)
-    for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
+    if (dir_threads > 1) {
+#pragma omp parallel for num_threads(dir_threads)
+      for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
+    } else {
+      // Not inside a parallel region (even an inactive one): the steps' team must be a first level.
+      for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
+    }
     return write_outputs(ctx, r, y, yh, yc);
   }
 
