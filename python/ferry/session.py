@@ -104,6 +104,7 @@ class Session:
         self._path = path if tmp is None else None
         self._inputs = [NodeArg(*t) for t in self._session.inputs()]
         self._outputs = [NodeArg(*t) for t in self._session.outputs()]
+        self._info = self._session.info()  # fixed once prepared: asked once
 
     def get_inputs(self) -> List[NodeArg]:
         """The inputs a caller feeds (initializers excluded), in model order."""
@@ -139,14 +140,14 @@ class Session:
     def info(self) -> Dict[str, Any]:
         """How the model was prepared: target, precision, backend, opt level, kernel choices, gears,
         host nodes, the nodes kept fp32 and keep-list entries that matched nothing."""
-        return self._session.info()
+        return dict(self._info)
 
     @property
     def target_label(self) -> str:
         """"ascend310p (EMULATED on this CPU: ...)", or "" without a target."""
-        return self._session.info()["target"]
+        return self._info["target"]
 
     @property
     def precision(self) -> str:
         """The precision that runs, in words ("fp16 (emulated: fp16 storage, fp32 compute)")."""
-        return self._session.info()["precision"]
+        return self._info["precision"]

@@ -63,22 +63,14 @@ Status resize_kernel(KernelContext& ctx) {
   if (x->numel() == 0) return Status::invalid(op + ": cannot resize an empty tensor to a non-empty one");
   std::vector<double> data = nn::to_doubles(*x);
   std::vector<int64_t> dims = x->dims();
-  const int64_t r = x->rank();
-  std::vector<int64_t> order = a.axes;
-  std::sort(order.begin(), order.end());
-  for (int64_t ax : order) {
-    const bool trivial_roi = p.roi.empty() || (std::fabs(p.roi[ax]) < 1e-9 && std::fabs(p.roi[ax + r] - 1.0) < 1e-9);
-    if (std::fabs(p.scales[ax] - 1.0) < 1e-9 && p.out[ax] == dims[ax] && trivial_roi) continue;
-    double roi_ax[2] = {0.0, 1.0};
-    if (!p.roi.empty()) {
-      roi_ax[0] = p.roi[ax];
-      roi_ax[1] = p.roi[ax + r];
-    }
+  // Each changed axis in turn (an untouched axis's size never changes, so the plan's view of it holds).
+  for (int64_t ax : resize::resampled_axes(a, p, x->dims())) {
+    const std::array<double, 2> roi_ax = resize::axis_roi(p, ax);
     std::vector<int64_t> next = dims;
     next[ax] = p.out[ax];
     FERRY_ASSIGN_OR_RETURN(int64_t n_next, checked_numel(next));
     if (n_next > max_tensor_bytes() / 8) return Status::invalid(op + ": intermediate resize result is too large");
-    data = resample_axis(data, dims, ax, p.out[ax], p.scales[ax], a, roi_ax);
+    data = resample_axis(data, dims, ax, p.out[ax], p.scales[ax], a, roi_ax.data());
   }
   // Saturating cast back: integers round half to even and clip, floats clip to the finite range.
   if (is_floating(x->dtype())) {

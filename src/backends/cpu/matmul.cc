@@ -110,6 +110,7 @@ struct MatMulPlan {
   // oneDNN offers only its reference matmul with this bias as a post-op (2.6 does for swin's window
   // attention: [64,3,49,49] + [1,3,49,49]): the matmul runs without it and the bias is added after.
   bool bias_after = false;
+  BroadcastPlan bias_add;  // out += bias, planned once (the plan's dims are fixed)
   bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
   int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
   // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
@@ -269,9 +270,7 @@ class MatMulKernel : public Kernel {
     if (p->z_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1] = p->z_m.bind(p->z_md, *z);
     p->prim.execute(stream(), args);
     stream().wait();
-    if (p->bias_after)
-      vec_binary(VecBinary::kAdd, plan_broadcast(p->out_dims, bias_t.dims(), p->out_dims), y->data<float>(),
-                 bias_t.data<float>(), y->data<float>());
+    if (p->bias_after) vec_binary(VecBinary::kAdd, p->bias_add, y->data<float>(), bias_t.data<float>(), y->data<float>());
     return Status();
   }
 
@@ -523,6 +522,7 @@ class MatMulKernel : public Kernel {
         plan->bias_materialized = false;
         ok = try_create(*plan, md());
         plan->bias_after = ok;
+        if (ok) plan->bias_add = plan_broadcast(plan->out_dims, cdims, plan->out_dims);
       }
     }
     int64_t rows = M;

@@ -149,39 +149,28 @@ class ResizeKernel : public Kernel {
     if (!plan.ok() || x.numel() == 0) return reference_->kernel(ctx);
     auto out_numel = checked_numel(plan->out);
     if (!out_numel.ok() || *out_numel == 0) return reference_->kernel(ctx);
-    std::vector<int64_t> order = attrs->axes;
-    std::sort(order.begin(), order.end());
     std::vector<int64_t> dims = x.dims();
     const int64_t rank = x.rank();
     // Axes that change, each resampled from the previous result; the last one writes the output.
-    std::vector<int64_t> todo;
-    for (int64_t ax : order) {
-      const bool trivial_roi = plan->roi.empty() || (std::fabs(plan->roi[ax]) < 1e-9 && std::fabs(plan->roi[ax + rank] - 1.0) < 1e-9);
-      if (!(std::fabs(plan->scales[ax] - 1.0) < 1e-9 && plan->out[ax] == dims[ax] && trivial_roi)) todo.push_back(ax);
-    }
+    const std::vector<int64_t> axes = ops::resize::resampled_axes(*attrs, *plan, dims);
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, plan->out));
-    if (todo.empty()) {
+    if (axes.empty()) {
       std::copy_n(x.data<float>(), x.numel(), y->data<float>());
       return Status();
     }
-    if (run_nearest(x, *attrs, *plan, todo, y)) return Status();
+    if (run_nearest(x, *attrs, *plan, axes, y)) return Status();
     std::vector<float>& a = buffers_[0];
     std::vector<float>& b = buffers_[1];
     const float* src = x.data<float>();
-    for (size_t k = 0; k < todo.size(); ++k) {
-      const int64_t ax = todo[k];
-      double roi[2] = {0.0, 1.0};
-      if (!plan->roi.empty()) {
-        roi[0] = plan->roi[ax];
-        roi[1] = plan->roi[ax + rank];
-      }
-      const AxisTaps& taps = taps_for_axis(*attrs, ax, dims[ax], plan->out[ax], plan->scales[ax], roi);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t ax = axes[k];
+      const AxisTaps& taps = taps_for_axis(*attrs, ax, dims[ax], plan->out[ax], plan->scales[ax], ops::resize::axis_roi(*plan, ax));
       int64_t outer = 1, inner = 1;
       for (int64_t i = 0; i < ax; ++i) outer *= dims[i];
       for (int64_t i = ax + 1; i < rank; ++i) inner *= dims[i];
       std::vector<float>& next = k % 2 == 0 ? a : b;
       float* dst = y->data<float>();
-      if (k + 1 < todo.size()) {
+      if (k + 1 < axes.size()) {
         next.resize(static_cast<size_t>(outer * plan->out[ax] * inner));
         dst = next.data();
       }
@@ -197,17 +186,12 @@ class ResizeKernel : public Kernel {
  private:
   // The nearest modes in one pass, when every resized axis has single taps; false otherwise.
   bool run_nearest(const Tensor& x, const ops::resize::ResizeAttrs& a, const ops::resize::ResizePlan& plan,
-                   const std::vector<int64_t>& todo, Tensor* y) {
+                   const std::vector<int64_t>& axes, Tensor* y) {
     if (a.mode != "nearest") return false;
     const int64_t rank = x.rank();
     std::vector<const AxisTaps*> taps(rank, nullptr);
-    for (int64_t ax : todo) {
-      double roi[2] = {0.0, 1.0};
-      if (!plan.roi.empty()) {
-        roi[0] = plan.roi[ax];
-        roi[1] = plan.roi[ax + rank];
-      }
-      const AxisTaps& t = taps_for_axis(a, ax, x.dim(static_cast<int>(ax)), plan.out[ax], plan.scales[ax], roi);
+    for (int64_t ax : axes) {
+      const AxisTaps& t = taps_for_axis(a, ax, x.dim(static_cast<int>(ax)), plan.out[ax], plan.scales[ax], ops::resize::axis_roi(plan, ax));
       if (!single_taps(t)) return false;
       taps[ax] = &t;
     }
@@ -217,12 +201,12 @@ class ResizeKernel : public Kernel {
 
   // Tap tables are computed once per (axis, sizes, scale, roi) and kept.
   const AxisTaps& taps_for_axis(const ops::resize::ResizeAttrs& a, int64_t ax, int64_t in, int64_t out, double scale,
-                                const double* roi) {
+                                const std::array<double, 2>& roi) {
     for (const auto& c : cache_)
       if (c.ax == ax && c.in == in && c.out == out && c.scale == scale && c.roi0 == roi[0] && c.roi1 == roi[1])
         return c.taps;
     if (cache_.size() > 16) cache_.clear();
-    cache_.push_back({ax, in, out, scale, roi[0], roi[1], axis_taps(a, in, out, scale, roi)});
+    cache_.push_back({ax, in, out, scale, roi[0], roi[1], axis_taps(a, in, out, scale, roi.data())});
     return cache_.back().taps;
   }
 

@@ -247,4 +247,22 @@ Result<ResizeInputs> read_inputs(const KernelContext& ctx) {
   return in;
 }
 
+std::vector<int64_t> resampled_axes(const ResizeAttrs& a, const ResizePlan& p, const std::vector<int64_t>& in) {
+  std::vector<int64_t> order = a.axes;
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> axes;
+  for (int64_t ax : order) {
+    const std::array<double, 2> roi = axis_roi(p, ax);
+    const bool trivial_roi = std::fabs(roi[0]) < 1e-9 && std::fabs(roi[1] - 1.0) < 1e-9;
+    if (!(std::fabs(p.scales[ax] - 1.0) < 1e-9 && p.out[ax] == in[ax] && trivial_roi)) axes.push_back(ax);
+  }
+  return axes;
+}
+
+std::array<double, 2> axis_roi(const ResizePlan& p, int64_t ax) {
+  if (p.roi.empty()) return {0.0, 1.0};
+  const size_t rank = p.out.size();
+  return {p.roi[ax], p.roi[ax + rank]};
+}
+
 }  // namespace ferry::ops::resize

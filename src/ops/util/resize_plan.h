@@ -3,6 +3,7 @@
 // taps and weights (coordinate_transformation_mode, nearest_mode, linear / cubic, antialias,
 // exclude_outside, extrapolation), so both compute the same interpolation.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,13 @@ struct ResizePlan {
 Result<ResizePlan> plan_resize(const std::string& op, const ResizeAttrs& a, const std::vector<int64_t>& in,
                                const std::vector<double>& scales, const std::vector<int64_t>& sizes,
                                const std::vector<double>& roi);
+
+// The axes a plan changes (scale, size or roi other than the identity), in increasing order; the others
+// are copied as they are.
+std::vector<int64_t> resampled_axes(const ResizeAttrs& a, const ResizePlan& p, const std::vector<int64_t>& in);
+
+// Axis ax's roi as (start, end): the plan's for tf_crop_and_resize, else (0, 1).
+std::array<double, 2> axis_roi(const ResizePlan& p, int64_t ax);
 
 // Filter taps for one output coordinate.
 struct Taps {
