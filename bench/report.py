@@ -84,7 +84,7 @@ def table(rows, meta):
     head = ["model", "family", "batch", "ferry ms", "ORT ms", "OpenVINO ms", "ferry/ORT", "ferry/OV",
             "ferry/best peer", "≤ %.2f?" % TARGET]
     for p in low:
-        head += ["ferry %s ms" % p, "%s speed-up vs ferry fp32" % p]
+        head += ["ferry %s ms" % p, "%s speed-up vs ferry fp32" % p, "OpenVINO %s ms" % p, "ferry/OV at %s" % p]
     head += ["GFLOP", "ferry GFLOP/s", "peak MiB ferry / ORT", "outputs vs ORT (rel.)", "exported by"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -101,10 +101,11 @@ def table(rows, meta):
                   _n(r.get("best_ratio"), "%.3f") + unstable, met]
         for p in low:
             if p + "_error" in r:
-                cells += ["error: " + _cell(r[p + "_error"]), ""]
-            else:
-                cells += [_n(r.get(p + "_median_ms")) + (" (unstable)" if r.get(p + "_unstable") else ""),
-                          _n(r.get(p + "_speedup"), "%.2f×")]
+                cells += ["error: " + _cell(r[p + "_error"]), "", "", ""]
+                continue
+            ov_low = _n(r.get(p + "_ov_median_ms")) if p + "_ov_error" not in r else "error: " + _cell(r[p + "_ov_error"])
+            cells += [_n(r.get(p + "_median_ms")) + (" (unstable)" if r.get(p + "_unstable") else ""),
+                      _n(r.get(p + "_speedup"), "%.2f×"), ov_low, _n(r.get(p + "_ov_ratio"), "%.3f")]
         diff = "—"
         if "ort_max_rel_diff" in r:
             diff = "%.1e" % r["ort_max_rel_diff"] + ("" if r.get("ort_agrees") else " **differ**")
@@ -135,8 +136,9 @@ def markdown(rows, meta):
                              r["ferry_gflops"], 100 * r["ferry_gflops"] / peak, peak, meta["threads"],
                              ", ".join("%.0f" % x for x in meta.get("peak_gflops_probes", []))))
     if any(p != "fp32" for p in meta.get("precisions", [])):
-        notes.append("Lower-precision columns: ferry alone at that --precision (bf16 Conv/MatMul here: %s), "
-                     "speed-up = ferry fp32 median / that median." % meta.get("bf16_choice", "?"))
+        notes.append("Lower-precision columns: ferry at that --precision (bf16 Conv/MatMul here: %s) alternating with "
+                     "OpenVINO at the same INFERENCE_PRECISION_HINT (bf16, or f16 for fp16); speed-up = ferry fp32 "
+                     "median / that median." % meta.get("bf16_choice", "?"))
     notes.append("Ratios are ferry / peer median latency (below 1: ferry faster); best peer = the faster of ONNX "
                  "Runtime and OpenVINO on that row; target ≤ %.2f on every row (issue 22). GFLOP = `ferry inspect` "
                  "estimate for the batch; \"(unstable)\": some runtime's CV was over 10%%." % TARGET)

@@ -202,6 +202,14 @@ def add_precision(r, precision, run):
     f = run["bench"]["results"][0]
     r[precision + "_median_ms"] = f["latency_ms"]["median"]
     r[precision + "_unstable"] = f["unstable"]
+    for peer in run["bench"].get("peers", []):
+        if peer["name"] == "openvino" and peer.get("results"):
+            o = peer["results"][0]
+            r[precision + "_ov_median_ms"] = o["latency_ms"]["median"]
+            r[precision + "_ov_ratio"] = f["latency_ms"]["median"] / o["latency_ms"]["median"]
+            r[precision + "_unstable"] = r[precision + "_unstable"] or o["unstable"]
+    if "openvino" in run.get("peer_errors", {}):
+        r[precision + "_ov_error"] = run["peer_errors"]["openvino"]
     if r.get("ferry_median_ms"):
         r[precision + "_speedup"] = r["ferry_median_ms"] / f["latency_ms"]["median"]
         if precision == "bf16" and r["model"] in BF16_TARGET:
@@ -293,7 +301,8 @@ def make_meta(a, peers, ov_note, extra, now):
 
 
 def measure(a, entry, b, peers, extra, meta, runs):
-    """The row of one (model, batch): fp32 with the peers, then ferry alone at each lower precision."""
+    """The row of one (model, batch): fp32 with the peers, then each lower precision with OpenVINO at the same
+    precision (its INFERENCE_PRECISION_HINT; ONNX Runtime's CPU provider has no bf16/fp16 mode)."""
     path = os.path.join(cache_root(), entry["name"], "model.onnx")
     with open(os.path.join(cache_root(), entry["name"], "info.json")) as f:
         info = json.load(f)
@@ -305,7 +314,7 @@ def measure(a, entry, b, peers, extra, meta, runs):
     r = row(entry, b, run, fl, info)
     for p in a.precisions[1:]:
         log("%s batch %d: ferry bench --precision %s ..." % (entry["name"], b, p))
-        prun = bench_one(a, path, b, [], extra, p)
+        prun = bench_one(a, path, b, [q for q in peers if q == "openvino"], extra, p)
         prun.update({"model": entry["name"], "batch": b, "precision": p})
         runs.append(prun)
         add_precision(r, p, prun)

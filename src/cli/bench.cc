@@ -113,7 +113,8 @@ CommandFn add_bench_command(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--peer", args->peers,
                   "also run this runtime on the same model and inputs, in a child process through the project "
-                  "venv's python, and print ferry/peer ratios (repeatable)")
+                  "venv's python, and print ferry/peer ratios (repeatable); OpenVINO computes at ferry's --precision "
+                  "(its INFERENCE_PRECISION_HINT), ONNX Runtime's CPU provider always in fp32")
       ->check(CLI::IsMember({"onnxruntime", "openvino"}))
       ->type_name("onnxruntime|openvino");
   cmd->add_option("--rounds", args->rounds,

@@ -367,6 +367,7 @@ struct BatchRun {
   std::string label;  // "batch 8", "model batch"
   int64_t batch = 0;
   runtime::Session* session = nullptr;
+  std::string precision;  // the mode that ran (the target's default may apply), for the peers
   std::map<std::string, RtValue> feeds;
   PeerFiles files;       // with peers
   BatchResult result;    // ferry's
@@ -417,7 +418,7 @@ Status measure_ferry_round(const BenchContext& ctx, BatchRun& b, int rounds, int
 Status peer_round(const BenchContext& ctx, const BatchRun& b, const std::string& name, int rounds, int round,
                   PeerResult& into) {
   PeerJob job{name, ctx.peer_model, ctx.threads, ctx.o.warmup, round_policy(ctx.o.measure, rounds, round),
-              {b.files.peer}};
+              b.precision, {b.files.peer}};
   job.batches[0].outputs = fmt::format(fmt::runtime(job.batches[0].outputs), name);
   FERRY_ASSIGN_OR_RETURN(PeerResult pr, run_peer(job, ctx.o.progress));
   if (pr.results.size() != 1) return Status::internal("the " + name + " peer returned no result for " + b.label);
@@ -471,6 +472,7 @@ Status bench_batch(const BenchContext& ctx, std::optional<int64_t> want, BenchRe
   r.precision = m.first().precision_description();  // the target's default may apply
   r.target = m.first().target_label();
   r.cpu_kernels = backends::to_string(m.first().options().backend_options.cpu);  // a .ferry file's own choices too
+  b.precision = passes::to_string(m.first().precision_report().mode);
   b.batch = m.batch;
   b.result.batch = m.batch;
   b.result.load_s = seconds_since(t0);

@@ -191,6 +191,7 @@ struct PeerJob {
   std::string model;
   int threads = 0;
   LoopPolicy warmup, measure;
+  std::string precision = "fp32";  // ferry's mode (passes::to_string): a peer that can computes at it too
   struct Batch {
     int64_t batch = 0;
     std::string inputs;   // .npz ferry wrote

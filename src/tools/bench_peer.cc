@@ -136,6 +136,7 @@ Result<PeerResult> run_peer(const PeerJob& job, const std::function<void(const s
 
   nlohmann::json jj = {{"model", job.model},
                        {"threads", job.threads},
+                       {"precision", job.precision},
                        {"warmup", policy_to_json(job.warmup)},
                        {"measure", policy_to_json(job.measure)},
                        {"result", result_path}};

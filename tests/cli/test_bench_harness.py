@@ -107,7 +107,14 @@ prun = h.bench_one(Args, m, 1, [], ["--warmup", "1"], "bf16")
 check("harness: ferry bench --precision bf16 ran", prun["exit_code"] == 0 and
       prun["command"][prun["command"].index("--precision") + 1] == "bf16" and "--peer" not in prun["command"] and
       not prun["bench"].get("peers"), prun.get("error"))
-h.add_precision(ov_fast, "bf16", {"bench": {"results": [{"latency_ms": {"median": 10.0}, "unstable": False}]}})
+# ferry hands its precision to the peers: ONNX Runtime's settings say it stayed fp32.
+orun = h.bench_once(h.bench_cmd(Args, m, 1, ["onnxruntime"], ["--warmup", "1"], "bf16"))
+check("harness: the peer is told ferry's precision", orun["exit_code"] == 0 and
+      "fp32 (the CPU provider has no bf16 mode)" in orun["bench"]["peers"][0]["settings"], orun.get("error"))
+# OpenVINO at the same precision (faked: CI may lack it) gives the row its median and ferry/OV at bf16.
+h.add_precision(ov_fast, "bf16", {"bench": {"results": [{"latency_ms": {"median": 10.0}, "unstable": False}],
+                                            "peers": [{"name": "openvino", "results": [
+                                                {"latency_ms": {"median": 8.0}, "unstable": False}]}]}})
 h.add_precision(ov_slow, "bf16", {"error": "bf16 | broke"})
 h.add_precision(rows[0], "bf16", prun)
 check("harness: bf16 speed-up = fp32 median / bf16 median", close(
@@ -148,7 +155,8 @@ check("harness: one table line per row, each as wide as the header", len(table) 
       all(len(c) == len(head) for c in table), (head, table))
 cells = {(c[0], c[2]): dict(zip(head, c)) for c in table}
 want = {"ferry ms": "12.50", "ORT ms": "15.00", "OpenVINO ms": "5.00", "ferry/ORT": "0.833", "ferry/OV": "2.500",
-        "≤ 1.00?": "**no**", "ferry bf16 ms": "10.00", "bf16 speed-up vs ferry fp32": "1.25×", "GFLOP": "3.20",
+        "≤ 1.00?": "**no**", "ferry bf16 ms": "10.00", "bf16 speed-up vs ferry fp32": "1.25×",
+        "OpenVINO bf16 ms": "8.00", "ferry/OV at bf16": "1.250", "GFLOP": "3.20",
         "ferry GFLOP/s": "256.0", "exported by": "torch 1.13.0a0 (Debian)"}
 got = cells.get(("ov_fast", "1"), {})
 check("harness: every figure in its column", all(got.get(k) == v for k, v in want.items()) and
