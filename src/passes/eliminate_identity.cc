@@ -1,5 +1,5 @@
 // Removes nodes that pass their input through unchanged: Identity, Dropout in inference, Cast to the
-// same type, and Reshape/Flatten/Squeeze/Unsqueeze/Expand/Slice/Pad/Transpose/Mul 1/Add 0/... when
+// same type, Concat of a single input, and Reshape/Flatten/Squeeze/Unsqueeze/Expand/Slice/Pad/Transpose/Mul 1/Add 0/... when
 // attributes and shapes prove the output equals the input. A node whose output is a graph output is
 // only removed when its producer-side value can take over the output's name. The removed node's
 // provenance moves to the producer of its input.
@@ -40,6 +40,8 @@ ir::Value* passthrough(const ir::Node& n, const Uses& uses) {
   }
   if (op == "Cast") return x->dtype != DType::kUndefined && n.attr_int("to", -1) >= 0 && x->dtype == y->dtype ? x : nullptr;
   if (!same_static_type(x, y)) return nullptr;
+  // A Concat of one tensor (DenseNet's first layer of each block concatenates a one-element list).
+  if (op == "Concat") return n.num_inputs() == 1 ? x : nullptr;
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand") return x;
   if (op == "Transpose") {
     std::vector<int64_t> perm = n.attr_ints("perm");

@@ -176,13 +176,18 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
                           const dnnl::memory::desc& md, bool keep_blocked) {
-  if (md.data_type() != dnnl_dtype(t)) return make_tensor(t, dims, md);
-  if (is_plain_desc(md)) {
+  const bool same_type = md.data_type() == dnnl_dtype(t);
+  if (same_type && is_plain_desc(md)) {
     FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
     return *out;
   }
   FERRY_ASSIGN_OR_RETURN(int64_t n, checked_numel(dims));
-  if (!keep_blocked || md.get_size() != static_cast<size_t>(n) * dtype_size(t)) return make_tensor(t, dims, md);
+  // A result handed on as it is sits in the planned slot when it fits: nhwc and whole-block layouts take
+  // exactly the plain size, bf16 storage of float32 values half of it (a fresh buffer per run would cost
+  // its page faults: 1-2 ms per 25 MB tensor at resnet50 batch 8). Padded layouts are larger.
+  const size_t plain_bytes = static_cast<size_t>(n) * dtype_size(t);
+  if (!keep_blocked || md.get_size() > plain_bytes || (same_type && md.get_size() != plain_bytes))
+    return make_tensor(t, dims, md);
   FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(i, t, dims));
   Tensor blocked = *out;
   blocked.set_layout(std::make_shared<DnnlLayout>(md));
@@ -285,6 +290,11 @@ bool is_conv(const ir::Node& n) {
   return (n.domain.empty() && n.op_type == "Conv") || (n.domain == "com.ferry" && n.op_type == "FusedConv");
 }
 
+bool is_pool(const ir::Node& n) {
+  return n.domain.empty() && (n.op_type == "MaxPool" || n.op_type == "AveragePool" || n.op_type == "GlobalAveragePool" ||
+                              n.op_type == "GlobalMaxPool");
+}
+
 struct Reader {
   const ir::Node* node;
   int input;
@@ -319,9 +329,13 @@ bool only_rounded_to_bf16(const ir::Value& v) {
 bool readers_take_bf16_storage(const ir::Value& v) {
   const auto readers = local_readers(v);
   if (!readers || readers->empty()) return false;
-  for (const Reader& r : *readers)
+  for (const Reader& r : *readers) {
     // X or the residual Z of a cpu conv: it reorders them into the layout and type its primitive reads.
-    if (!is_conv(*r.node) || (r.input != 0 && r.input != 3) || !consumer_takes_layouts(*r.node)) return false;
+    // X of a cpu pooling: it pools in bf16 or converts X to float32 first.
+    const bool conv_reads = is_conv(*r.node) && (r.input == 0 || r.input == 3);
+    const bool pool_reads = is_pool(*r.node) && r.input == 0;
+    if (!(conv_reads || pool_reads) || !consumer_takes_layouts(*r.node)) return false;
+  }
   return true;
 }
 

@@ -90,9 +90,9 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 
 // Storage for output i of a kernel whose primitive writes layout `md`: when `md` is plain, the memory the
 // runtime planned for that output (ctx.allocate_output_uninit, which also sets the output). A blocked
-// `md` the kernel will hand on as it is (`keep_blocked`, as set_output's) and that takes exactly the
-// plain size (nhwc, nChw16c with whole blocks) gets the planned memory too, under its DnnlLayout, so it
-// stays in the arena; any other gets make_tensor (a blocked result set_output reorders must not sit in
+// `md` the kernel will hand on as it is (`keep_blocked`, as set_output's) and that fits the plain size
+// (nhwc, nChw16c with whole blocks; bf16 storage of float32 values, half of it) gets the planned memory
+// too, under its DnnlLayout, so it stays in the arena; any other gets make_tensor (a blocked result set_output reorders must not sit in
 // the memory it is reordered into).
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
                           const dnnl::memory::desc& md, bool keep_blocked = false);
@@ -118,7 +118,10 @@ bool may_produce_blocked(const ir::Value& v);
 
 // bf16 storage of float32 values: a native-bf16 conv whose only reader is RoundFloat(to=16) writes its
 // result in bf16 (oneDNN rounds to nearest even, as RoundFloat does), and the RoundFloat passes such a
-// tensor on as it is when every reader is a cpu conv, which reads bf16 anyway. Nothing else ever sees
+// tensor on as it is when every reader is a cpu conv, which reads bf16 anyway, or a cpu pooling, which
+// pools bf16 into bf16 where its own result is only rounded to bf16 (max and average of bf16 values
+// rounded once, as RoundFloat would) or is a max read by such readers only, and converts to float32
+// first otherwise. Nothing else ever sees
 // one: the RoundFloat converts it back to float32 for other readers.
 //
 // Whether `t` (float32) holds bf16 bytes in a DnnlLayout.
@@ -127,7 +130,8 @@ bool stores_bf16(const Tensor& t);
 dnnl::memory::desc with_data_type(const dnnl::memory::desc& md, dnnl::memory::data_type type);
 // Whether v's only reader is a RoundFloat to bf16 (v no graph output, not read by a subgraph).
 bool only_rounded_to_bf16(const ir::Value& v);
-// Whether every reader of v is a cpu Conv/FusedConv reading it as X or as the residual Z.
+// Whether every reader of v is a cpu Conv/FusedConv reading it as X or as the residual Z, or a cpu
+// pooling reading it as X.
 bool readers_take_bf16_storage(const ir::Value& v);
 
 // Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).

@@ -4,6 +4,12 @@
 // Pooling has no `any` source format, so the primitive is made for the layout the input arrives in
 // (normally the one the producing convolution picked) and cached by that descriptor.
 //
+// In bf16 mode a pooling whose input a native-bf16 conv stored in bf16 pools in bf16 when its own result
+// is only rounded to bf16 (layout.h): the max, or the average accumulated in float32 and rounded once,
+// is what the rounding after a float32 pooling gives. A max pooling (exact on bf16 values, so not
+// rounded after) also does when its readers all take bf16 storage. Otherwise it converts the input to
+// float32 first.
+//
 // GlobalAveragePool on nchw, nhwc or nC..16c-style blocked inputs runs its own reduction instead: oneDNN
 // 2.6 parallelises global pooling over (batch, output pixel) in channels-last layouts, so a batch-1
 // squeeze-excite input ran on one thread (efficientnet_b0's first, 32x112x112 nhwc: 0.13 ms, where
@@ -135,9 +141,18 @@ void global_average(const float* x, const PixelBlocks& v, int64_t channels, floa
   }
 }
 
+// Whether a bf16 result may stand for this pooling's: it is only rounded to bf16 next, or (max pooling:
+// the max of bf16 values is one of them, exactly) every reader takes bf16 storage.
+bool bf16_result_fits(const ir::Node& n) {
+  const ir::Value& y = *n.outputs[0];
+  if (only_rounded_to_bf16(y)) return true;
+  return (n.op_type == "MaxPool" || n.op_type == "GlobalMaxPool") && readers_take_bf16_storage(y);
+}
+
 class PoolKernel : public Kernel {
  public:
-  PoolKernel(const ir::Node& node, bool blocked_out) : node_(node), blocked_out_(blocked_out) {}
+  PoolKernel(const ir::Node& node, bool blocked_out)
+      : node_(node), blocked_out_(blocked_out), bf16_(blocked_out && bf16_result_fits(node)) {}
 
   // GlobalAveragePool: the own reduction on the layouts it reads (all oneDNN convolutions write), oneDNN
   // pooling on any other.
@@ -151,6 +166,19 @@ class PoolKernel : public Kernel {
     if (x->dtype() != DType::kFloat32) return Status::invalid(node_.op_type + ": the cpu kernel takes float32 X");
     if (x->rank() < 3 || x->rank() > 5)
       return Status::invalid(node_.op_type + ": X must have 1 to 3 spatial dims, got " + x->describe());
+    Tensor x_f32;
+    if (stores_bf16(*x)) {
+      // oneDNN's jit pooling reads bf16 into bf16; a reference implementation would be a cliff.
+      PoolPlan* p = nullptr;
+      if (bf16_) {
+        Result<PoolPlan*> r = plan_for(x->dims(), desc_of(*x));
+        if (r.ok()) p = *r;
+      }
+      if (!p || std::string(p->pd.impl_info_str()).rfind("ref", 0) == 0) {
+        FERRY_ASSIGN_OR_RETURN(x_f32, reorder_to(*x, with_data_type(desc_of(*x), dt::f32)));
+        x = &x_f32;
+      }
+    }
     const md src_md = desc_of(*x);
     PixelBlocks view;
     if (node_.op_type == "GlobalAveragePool" && x->numel() > 0 && pixel_blocks(src_md, &view)) {
@@ -216,7 +244,7 @@ class PoolKernel : public Kernel {
                                                         : dnnl::algorithm::pooling_avg_exclude_padding;
     dnnl::memory::dims dil;
     for (int64_t d : g.dilations) dil.push_back(d - 1);
-    md dst_any(to_dims(plan->out_dims), dt::f32, tag::any);
+    md dst_any(to_dims(plan->out_dims), src_md.data_type(), tag::any);  // bf16 into bf16 (see the top)
     try {
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_any, to_dims(g.strides),
                                        to_dims(g.kernel), dil, to_dims(g.pad_begin), to_dims(g.pad_end));
@@ -231,6 +259,7 @@ class PoolKernel : public Kernel {
 
   const ir::Node& node_;
   bool blocked_out_;
+  bool bf16_;  // pools a bf16-stored X in bf16 (its result is only rounded to bf16)
   std::vector<std::unique_ptr<PoolPlan>> plans_;  // by input descriptor
 };
 

@@ -64,10 +64,13 @@ class VecUnaryKernel : public Kernel {
       // A native-bf16 conv's bf16 result: already rounded. Passed on as it is to convs, which read bf16;
       // for any other reader converted (exactly) to float32, blocked or plain as they take it.
       if (op_ != VecUnary::kRoundBf16) return Status::internal(node_.label() + ": a bf16 tensor reached " + node_.op_type);
+      // The conversion goes to a tensor of its own: the planned output may share x's bytes (inplace_input),
+      // and a reorder cannot run in place.
       if (bf16_readers_) return set_output(ctx, 0, *x, true);
-      if (!blocked_out_) return set_output(ctx, 0, *x, false);
-      FERRY_ASSIGN_OR_RETURN(Tensor f32, reorder_to(*x, with_data_type(desc_of(*x), dnnl::memory::data_type::f32)));
-      return set_output(ctx, 0, std::move(f32), true);
+      const dnnl::memory::desc f32 = blocked_out_ ? with_data_type(desc_of(*x), dnnl::memory::data_type::f32)
+                                                  : plain_desc(DType::kFloat32, x->dims());
+      FERRY_ASSIGN_OR_RETURN(Tensor y, reorder_to(*x, f32));
+      return set_output(ctx, 0, std::move(y), blocked_out_);
     }
     if (!x->is_plain()) {
       const dnnl::memory::desc md = desc_of(*x);

@@ -22,7 +22,11 @@ namespace {
 
 // Conv (3x3, bias, relu, residual) read by a depthwise conv (bf16 storage passed on) and a MaxPool (which
 // gets float32), a Linear (constant B, batch dims folded), a batched
-// MatMul of two activations with a transposed operand (attention scores) and a Gemm with transB.
+// MatMul of two activations with a transposed operand (attention scores) and a Gemm with transB. Then the
+// pooling paths of bf16 storage, with static shapes so the outputs live in the planned arena: a MaxPool
+// between two convs (pools bf16, hands bf16 on), and a 1x1 conv whose GlobalAveragePool (bf16, then
+// rounded) feeds a Flatten, where the RoundFloat converts to float32 in memory the plan shares with its
+// input.
 const char* kModel = R"(opset "" 17
 graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24])
   const %w: float32[16,16,3,3] = uniform(-0.3, 0.3)
@@ -32,6 +36,8 @@ graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24]
   const %gw: float32[7,40] = uniform(-0.4, 0.4)
   const %gb: float32[7] = uniform(-1.0, 1.0)
   const %perm_shape: int64[2] = [60, 40]
+  const %w2: float32[32,16,1,1] = uniform(-0.5, 0.5)
+  const %w3: float32[16,16,3,3] = uniform(-0.3, 0.3)
   %c = Conv(%x, %w, %bias) {pads=[1,1,1,1]}  # conv
   %r = Relu(%c)  # relu
   %s = Add(%r, %x)  # residual
@@ -42,7 +48,12 @@ graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24]
   %l = MatMul(%q, %lin)  # linear
   %flat = Reshape(%l, %perm_shape)  # flat
   %gm = Gemm(%flat, %gw, %gb) {transB=1}  # gemm
-  return %d, %att, %gm, %mp
+  %mp2 = MaxPool(%s) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]}  # pool2
+  %c3 = Conv(%mp2, %w3) {pads=[1,1,1,1]}  # conv_after_pool
+  %c2 = Conv(%s, %w2)  # conv1x1
+  %gap = GlobalAveragePool(%c2)  # gap
+  %gf = Flatten(%gap)  # gap_flat
+  return %d, %att, %gm, %mp, %c3, %gf
 )";
 
 std::unique_ptr<runtime::Session> open(const std::string& backend) {
@@ -72,6 +83,8 @@ TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
   ASSERT_TRUE(cpu && ref);
   const std::map<std::string, Tensor> feeds{
       {"x", random({2, 16, 12, 12}, 1)}, {"q", random({2, 3, 10, 24}, 2)}, {"k", random({2, 3, 10, 24}, 3)}};
+  // The second run: the first one refines the arena plan (layout.h's slots), the second runs on it.
+  ASSERT_TRUE(cpu->run_tensors(feeds).ok());
   auto got = cpu->run_tensors(feeds);
   auto want = ref->run_tensors(feeds);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
@@ -124,7 +137,7 @@ TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
     if (name.find("bf16") != std::string::npos) ++bf16;
     else ADD_FAILURE() << nodes[i]->name << " runs " << name;
   }
-  EXPECT_GE(marked, 4);  // two convs, two matmuls, the gemm
+  EXPECT_GE(marked, 6);  // four convs, two matmuls, the gemm
   EXPECT_EQ(bf16, marked);
 }
 
