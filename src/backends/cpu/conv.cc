@@ -251,7 +251,10 @@ class ConvKernel : public Kernel {
   // turns them off (for comparisons).
   bool winograd_suits(const std::vector<int64_t>& xd, const Tensor& w, const ops::nn::WindowGeom& g) const {
     if (bf16_ || !winograd_allowed_ || group_ != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return false;
-    if (w.dim(0) < 32 || w.dim(1) < 32) return false;
+    // Few output channels: DenseNet's 3x3 convolutions (128 -> 32, growth rate 32) between channels-last
+    // tensors pay two layout conversions per Winograd kernel, and densenet121 at batch 1 took 30-35 ms
+    // with them against 25-31 ms without (sum of nodes, 2 threads, AVX-512; resnet50 even either way).
+    if (w.dim(0) < 64 || w.dim(1) < 32) return false;
     // Measured on the target (AVX-512, 1-2 threads): at batch 1 F(2x2,3x3) only wins from ~28x28
     // outputs up (56x56: 0.68x, 14x14: even, 7x7: slower); from batch 4 F(4x4,3x3) wins from 7x7 up,
     // but on 7x7 maps (a 4x4-tile grid that pads 7 to 8) it wins little there, and its transformed

@@ -18,6 +18,7 @@ namespace ferry::backends::cpu {
   X(conv_transpose)               \
   X(pool)                         \
   X(batch_norm)                   \
+  X(concat)                       \
   X(eltwise)                      \
   X(vec_unary)                    \
   X(binary)                       \

@@ -34,13 +34,16 @@ void check_case(const OpCase& c, bool after_conv) {
   ir::Graph& g = b.finish();
   auto backend = make_backend("cpu");
   for (const auto& n : g.nodes)
-    if (!n->inputs.empty() && (n->inputs[0] == in || n->inputs[0] == x))
+    if (!n->inputs.empty() && (n->inputs[0] == in || n->inputs[0] == x)) {
       EXPECT_TRUE((*backend)->supports(*n)) << c.name << ": " << n->label() << " fell back to the reference";
+    }
   Tensor xt = random_tensor(c.x, 21);
   int hook_calls = 0;
   runtime::NodeHook hook = [&](const ir::Node&, const std::vector<const RtValue*>&, const std::vector<RtValue>& outs) {
     hook_calls++;
-    for (const auto& o : outs) EXPECT_TRUE(!o.is_tensor() || o.tensor.is_plain());
+    for (const auto& o : outs) {
+      EXPECT_TRUE(!o.is_tensor() || o.tensor.is_plain());
+    }
   };
   auto got = run_graph(g, "cpu", {xt}, &hook);
   auto want = run_graph(g, "reference", {xt});

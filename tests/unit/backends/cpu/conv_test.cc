@@ -61,10 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"kernel_shape_attr", {1, 4, 5, 5}, {4, 4, 3, 3}, {{"kernel_shape", ints_attr({3, 3})}}},
         ConvCase{"batch3", {3, 16, 8, 8}, {24, 16, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"dynamic_batch", {2, 8, 6, 6}, {8, 8, 3, 3}, {}, true, true},
-        // Winograd-eligible shapes (3x3, stride 1, >= 32 channels), batch 1 and batch 4.
+        // Winograd-eligible shapes (3x3, stride 1, >= 32 input and 64 output channels), batch 1 and batch 4.
         ConvCase{"winograd_b1", {1, 64, 24, 24}, {64, 64, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
-        ConvCase{"winograd_b4_odd", {4, 48, 9, 11}, {40, 48, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
-        ConvCase{"winograd_nopad", {2, 32, 12, 12}, {32, 32, 3, 3}, {}},
+        ConvCase{"winograd_b4_odd", {4, 48, 9, 11}, {64, 48, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
+        ConvCase{"winograd_nopad", {2, 32, 12, 12}, {64, 32, 3, 3}, {}},
         ConvCase{"conv1d", {2, 5, 20}, {7, 5, 3}, {{"pads", ints_attr({1, 2})}, {"strides", ints_attr({2})}}},
         ConvCase{"conv3d", {1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1, 1, 1})}}}),
     [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });

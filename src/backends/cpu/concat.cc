@@ -1,0 +1,225 @@
+// Concat (float32) in the layout its inputs arrive in, so a DenseNet block's concatenations do not send
+// every convolution's result back to plain NCHW and every 1x1 convolution's input forward again.
+//
+// The output takes the layout of the largest input (nhwc from a brgconv, nChw16c from a Winograd
+// convolution, plain from anything else) where that layout can hold every input at its offset along the
+// axis: a channel-blocked layout only when each input's channel count is a whole number of blocks.
+// An input already in the output's layout is copied as runs (one per outer index: a whole image in
+// nchw, a pixel's channels in nhwc) by OpenMP threads; any other is a cached oneDNN reorder into its
+// sub-tensor of the output. With plain inputs only, or an output nobody takes blocked, the output is
+// plain.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/layout.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+using md = dnnl::memory::desc;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+bool concat_supports(const ir::Node& n, const CpuOptions& o) {
+  // Opset 4+ (axis required), as the reference kernel.
+  if (n.opset < 4 || !n.has_attr("axis")) return false;
+  if (n.num_inputs() < 2 || !n.has_output(0) || n.outputs[0]->dtype != DType::kFloat32) return false;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has_input(i) || n.inputs[i]->dtype != DType::kFloat32) return false;
+    const auto& s = n.inputs[i]->shape;
+    if (!s || s->empty() || s->size() > 6) return false;
+  }
+  return true;
+}
+
+// The oneDNN tags a convolution or pooling hands on, per rank: plain, channels-last, channel blocks.
+std::vector<tag> layout_tags(int rank) {
+  switch (rank) {
+    case 3: return {tag::abc, tag::acb, tag::aBc16b, tag::aBc8b};
+    case 4: return {tag::abcd, tag::acdb, tag::aBcd16b, tag::aBcd8b};
+    case 5: return {tag::abcde, tag::acdeb, tag::aBcde16b, tag::aBcde8b};
+    default: return {};
+  }
+}
+
+// The channel block of a tag (1 for unblocked ones).
+int64_t channel_block(tag t) {
+  switch (t) {
+    case tag::aBc16b: case tag::aBcd16b: case tag::aBcde16b: return 16;
+    case tag::aBc8b: case tag::aBcd8b: case tag::aBcde8b: return 8;
+    default: return 1;
+  }
+}
+
+// The tag whose descriptor over `dims` is `d`, or undef.
+tag tag_of(const md& d, const std::vector<int64_t>& dims) {
+  for (tag t : layout_tags(static_cast<int>(dims.size())))
+    if (md(dnnl::memory::dims(dims.begin(), dims.end()), d.data_type(), t) == d) return t;
+  return tag::undef;
+}
+
+// An input in the output's own layout: `outer` runs of `run` floats, dense in the input, `dst_stride`
+// apart in the output from `dst_offset` on.
+struct RunCopy {
+  int64_t outer = 0, run = 0, dst_stride = 0, dst_offset = 0;
+};
+
+// The runs for an input of `x_dims` whose slice of the axis starts at `offset`, when it and the output
+// `dst` share a dense layout `t` (the axis's stride covers everything inside it, so everything outside
+// it is one linear outer index).
+RunCopy run_copy(const md& dst, const std::vector<int64_t>& x_dims, tag t, int axis, int64_t offset) {
+  const md src(dnnl::memory::dims(x_dims.begin(), x_dims.end()), dt::f32, t);
+  const int64_t block = axis == 1 ? channel_block(t) : 1;
+  const int64_t src_axis_stride = src.data.format_desc.blocking.strides[axis];
+  const int64_t dst_axis_stride = dst.data.format_desc.blocking.strides[axis];
+  RunCopy c;
+  c.run = x_dims[axis] / block * src_axis_stride;
+  c.outer = c.run == 0 ? 0 : static_cast<int64_t>(src.get_size() / sizeof(float)) / c.run;
+  c.dst_stride = dst.data.padded_dims[axis] / block * dst_axis_stride;
+  c.dst_offset = offset / block * dst_axis_stride;
+  return c;
+}
+
+void copy_runs(const RunCopy& c, const float* src, float* dst) {
+  // Pieces of at least 16k floats: one run per piece where runs are long (nchw), several where short.
+  constexpr int64_t kPiece = 1 << 14;
+  const int64_t per_run = std::max<int64_t>(1, (c.run + kPiece - 1) / kPiece);
+  const int64_t piece_len = (c.run + per_run - 1) / per_run;
+  const int64_t runs_per_piece = std::max<int64_t>(1, kPiece / std::max<int64_t>(c.run, 1));
+  const int64_t groups = (c.outer + runs_per_piece - 1) / runs_per_piece;
+#pragma omp parallel for collapse(2) schedule(static) if (c.outer * c.run >= 2 * kPiece)
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t p = 0; p < per_run; ++p) {
+      const int64_t b = p * piece_len, e = std::min(c.run, b + piece_len);
+      for (int64_t o = g * runs_per_piece; o < std::min(c.outer, (g + 1) * runs_per_piece); ++o)
+        if (e > b) std::memcpy(dst + c.dst_offset + o * c.dst_stride + b, src + o * c.run + b, (e - b) * sizeof(float));
+    }
+}
+
+struct ConcatPlan {
+  std::vector<md> srcs;  // the inputs' descriptors this plan is for
+  md dst;
+  std::vector<md> parts;        // per input: its sub-tensor of dst (for the reorder)
+  std::vector<bool> as_runs;    // per input: copied as runs (same layout as dst)
+  std::vector<RunCopy> runs;
+};
+
+class ConcatKernel : public Kernel {
+ public:
+  ConcatKernel(const ir::Node& node, bool blocked_out) : node_(node), blocked_out_(blocked_out) {}
+  std::string name() const override { return "cpu:onednn:concat"; }
+  bool accepts_layouts() const override { return true; }
+
+  Status run(ops::KernelContext& ctx) override {
+    const std::string& op = node_.op_type;
+    std::vector<const Tensor*> xs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, i, "inputs"));
+      if (x->dtype() != DType::kFloat32) return Status::invalid(op + ": the cpu kernel takes float32 inputs");
+      xs.push_back(x);
+    }
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, output_dims(xs));
+    FERRY_ASSIGN_OR_RETURN(const ConcatPlan* p, plan_for(xs, out_dims));
+    FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, p->dst, blocked_out_));
+    try {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (xs[i]->numel() == 0) continue;
+        if (p->as_runs[i]) copy_runs(p->runs[i], xs[i]->data<float>(), dst.data<float>());
+        else reorder(as_memory(*xs[i], p->srcs[i]), as_memory(dst, p->parts[i]));
+      }
+    } catch (const dnnl::error& e) {
+      return Status::internal(op + ": oneDNN reorder failed: " + e.what());
+    }
+    return set_output(ctx, 0, std::move(dst), blocked_out_);
+  }
+
+ private:
+  // The concatenated dims; every input must have the same rank and the same dims off the axis.
+  Result<std::vector<int64_t>> output_dims(const std::vector<const Tensor*>& xs) {
+    const std::string& op = node_.op_type;
+    const int rank = xs[0]->rank();
+    const int64_t axis = node_.attr_int("axis", 0);
+    if (axis < -rank || axis >= rank)
+      return Status::invalid(op + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    axis_ = static_cast<int>(axis < 0 ? axis + rank : axis);
+    std::vector<int64_t> out = xs[0]->dims();
+    for (size_t i = 1; i < xs.size(); ++i) {
+      const Tensor& x = *xs[i];
+      bool same = x.rank() == rank;
+      for (int d = 0; same && d < rank; ++d) same = d == axis_ || x.dim(d) == out[d];
+      if (!same)
+        return Status::invalid(op + ": input " + std::to_string(i) + " " + x.describe() + " does not match input 0 " +
+                               xs[0]->describe() + " off axis " + std::to_string(axis_));
+      out[axis_] += x.dim(axis_);
+    }
+    return out;
+  }
+
+  // The output's layout: the largest input's, where it can hold every input (see the top).
+  md choose_dst(const std::vector<const Tensor*>& xs, const std::vector<int64_t>& out_dims) const {
+    const md plain = plain_desc(DType::kFloat32, out_dims);
+    if (!blocked_out_) return plain;
+    const Tensor* largest = nullptr;
+    for (const Tensor* x : xs)
+      if (!x->is_plain() && !stores_bf16(*x) && (!largest || x->numel() > largest->numel())) largest = x;
+    if (!largest) return plain;
+    const tag t = tag_of(desc_of(*largest), largest->dims());
+    if (t == tag::undef) return plain;
+    const int64_t block = channel_block(t);
+    if (block > 1 && axis_ == 1)
+      for (const Tensor* x : xs)
+        if (x->dim(1) % block != 0) return plain;
+    return md(dnnl::memory::dims(out_dims.begin(), out_dims.end()), dt::f32, t);
+  }
+
+  Result<const ConcatPlan*> plan_for(const std::vector<const Tensor*>& xs, const std::vector<int64_t>& out_dims) {
+    std::vector<md> srcs;
+    for (const Tensor* x : xs) srcs.push_back(desc_of(*x));
+    for (const auto& p : plans_)
+      if (p->srcs == srcs && p->dst.dims() == dnnl::memory::dims(out_dims.begin(), out_dims.end())) return p.get();
+    auto plan = std::make_unique<ConcatPlan>();
+    plan->srcs = std::move(srcs);
+    plan->dst = choose_dst(xs, out_dims);
+    const tag dst_tag = tag_of(plan->dst, out_dims);
+    dnnl::memory::dims offsets(out_dims.size(), 0);
+    try {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const Tensor& x = *xs[i];
+        const bool runs = dst_tag != tag::undef && tag_of(plan->srcs[i], x.dims()) == dst_tag;
+        plan->as_runs.push_back(runs);
+        plan->runs.push_back(runs ? run_copy(plan->dst, x.dims(), dst_tag, axis_, offsets[axis_]) : RunCopy{});
+        plan->parts.push_back(runs || x.numel() == 0 ? md()
+                                                     : plan->dst.submemory_desc(
+                                                           dnnl::memory::dims(x.dims().begin(), x.dims().end()), offsets));
+        offsets[axis_] += x.dim(axis_);
+      }
+    } catch (const dnnl::error& e) {
+      return Status::internal(node_.op_type + ": no sub-tensor of the output for an input: " + e.what());
+    }
+    plans_.push_back(std::move(plan));
+    return plans_.back().get();
+  }
+
+  const ir::Node& node_;
+  bool blocked_out_;
+  int axis_ = 0;
+  std::vector<std::unique_ptr<ConcatPlan>> plans_;  // by the inputs' descriptors
+};
+
+Result<std::unique_ptr<Kernel>> create_concat(const ir::Node& node, const CpuOptions& o) {
+  return std::unique_ptr<Kernel>(new ConcatKernel(node, may_produce_blocked(*node.outputs[0])));
+}
+
+}  // namespace
+
+void register_concat(KernelTable& t) {
+  t.push_back({"", "Concat", concat_supports, create_concat});
+  declare_layout_aware("", "Concat");
+}
+
+}  // namespace ferry::backends::cpu
