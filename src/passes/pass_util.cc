@@ -231,4 +231,25 @@ Result<int> rewrite_until_fixed(ir::Graph& g, const std::function<Result<bool>(i
   return changes;
 }
 
+std::optional<BnParams> bn_params(const ir::Node& bn) {
+  if (bn.num_inputs() != 5 || bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) != 1) return std::nullopt;
+  for (int i = 1; i < 5; ++i)
+    if (!bn.has_input(i) || !bn.inputs[i]->is_constant() || bn.inputs[i]->initializer.rank() != 1) return std::nullopt;
+  for (int i = 1; i < bn.num_outputs(); ++i)
+    if (bn.outputs[i]) return std::nullopt;  // running-stat outputs (training) are wanted
+  const int64_t c = bn.inputs[1]->initializer.numel();
+  for (int i = 2; i < 5; ++i)
+    if (bn.inputs[i]->initializer.numel() != c) return std::nullopt;
+  const double eps = bn.attr_float("epsilon", 1e-5f);
+  BnParams p;
+  std::vector<double> scale = bn.inputs[1]->initializer.to_double_vector(), b = bn.inputs[2]->initializer.to_double_vector(),
+                      mean = bn.inputs[3]->initializer.to_double_vector(), var = bn.inputs[4]->initializer.to_double_vector();
+  for (int64_t i = 0; i < c; ++i) {
+    if (!(var[i] + eps > 0)) return std::nullopt;
+    p.s.push_back(scale[i] / std::sqrt(var[i] + eps));
+    p.t.push_back(b[i] - mean[i] * p.s.back());
+  }
+  return p;
+}
+
 }  // namespace ferry::passes

@@ -84,6 +84,14 @@ bool same_shape(const ir::Value* a, const ir::Value* b);
 // The other input of a binary node (the one that is not v); null if v is not an input or both are v.
 ir::Value* other_input(const ir::Node* n, const ir::Value* v);
 
+// An inference BatchNormalization's statistics folded into one scale and shift per channel:
+// s = scale / sqrt(var + epsilon), t = B - mean * s. nullopt unless it is inference-only (no training
+// mode, no running-stat outputs, spatial) with constant 1-D statistics of one length and var + eps > 0.
+struct BnParams {
+  std::vector<double> s, t;  // per channel
+};
+std::optional<BnParams> bn_params(const ir::Node& bn);
+
 ir::Attribute make_ints(std::vector<int64_t> v);
 ir::Attribute make_floats(std::vector<float> v);
 ir::Attribute make_strings(std::vector<std::string> v);

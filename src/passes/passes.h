@@ -26,6 +26,7 @@ Result<int> fold_batch_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_gelu(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_layer_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_attention(ir::Graph& g, const PassContext& ctx);
+Result<int> fuse_batch_norm_post_ops(ir::Graph& g, const PassContext& ctx);
 Result<int> fuse_conv_post_ops(ir::Graph& g, const PassContext& ctx);
 Result<int> fuse_matmul_post_ops(ir::Graph& g, const PassContext& ctx);
 

@@ -27,13 +27,15 @@ const std::vector<PassEntry>& cleanup_passes() {
 }
 
 const std::vector<PassEntry>& fusion_passes() {
-  // Recognitions first (they read the decomposed Add/Mul patterns), then BN into weights, then the
-  // post-op fusions, which must see the final Conv/MatMul + activation chains.
+  // Recognitions first (they read the decomposed Add/Mul patterns), then BN into weights (what is left
+  // becomes FusedBatchNorm with its concat and activations), then the post-op fusions, which must see
+  // the final Conv/MatMul + activation chains.
   static const std::vector<PassEntry> k = {
       {"recognize_gelu", recognize_gelu},
       {"recognize_layer_norm", recognize_layer_norm},
       {"recognize_attention", recognize_attention},
       {"fold_batch_norm", fold_batch_norm},
+      {"fuse_batch_norm_post_ops", fuse_batch_norm_post_ops},
       {"fuse_conv_post_ops", fuse_conv_post_ops},
       {"fuse_matmul_post_ops", fuse_matmul_post_ops},
       {"eliminate_dead_code", eliminate_dead_code},

@@ -92,11 +92,13 @@ bool has_float_output(const ir::Node& n) {
   return false;
 }
 
-// "OpType::Conv" matches Conv and the FusedConv that absorbed a Conv (Gemm: FusedMatMul).
+// "OpType::Conv" matches Conv and the FusedConv that absorbed a Conv (Gemm: FusedMatMul;
+// BatchNormalization: FusedBatchNorm).
 bool type_matches(const std::string& want, const ir::Node& n) {
   if (n.op_type == want) return true;
   if (n.domain != "com.ferry") return false;
-  return n.op_type == "Fused" + want || (want == "Gemm" && n.op_type == "FusedMatMul");
+  return n.op_type == "Fused" + want || (want == "Gemm" && n.op_type == "FusedMatMul") ||
+         (want == "BatchNormalization" && n.op_type == "FusedBatchNorm");
 }
 
 struct KeepMatcher {

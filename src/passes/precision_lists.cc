@@ -20,6 +20,7 @@ MixLists default_mix_lists() {
             "ReduceSum",     "ReduceMean",   "ReduceL1",     "ReduceL2",      "ReduceLogSum",
             "ReduceLogSumExp", "ReduceSumSquare", "ReduceProd", "Softmax",     "LogSoftmax",
             "LayerNormalization", "InstanceNormalization", "GroupNormalization", "BatchNormalization",
+            "FusedBatchNorm",
             "LpNormalization", "MeanVarianceNormalization", "Erf", "CumSum",    "Softplus",
             "Range",         "Div",          "RNN",          "LSTM",          "GRU"};
   // Elementwise and data movement: they follow.

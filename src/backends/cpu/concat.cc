@@ -10,12 +10,15 @@
 // plain.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
 #include "ops/util/nn_common.h"
+#include "ops/util/post_ops.h"
 
 namespace ferry::backends::cpu {
 
@@ -40,6 +43,7 @@ bool concat_supports(const ir::Node& n, const CpuOptions& o) {
 // The oneDNN tags a convolution or pooling hands on, per rank: plain, channels-last, channel blocks.
 std::vector<tag> layout_tags(int rank) {
   switch (rank) {
+    case 2: return {tag::ab};
     case 3: return {tag::abc, tag::acb, tag::aBc16b, tag::aBc8b};
     case 4: return {tag::abcd, tag::acdb, tag::aBcd16b, tag::aBcd8b};
     case 5: return {tag::abcde, tag::acdeb, tag::aBcde16b, tag::aBcde8b};
@@ -65,9 +69,66 @@ tag tag_of(const md& d, const std::vector<int64_t>& dims) {
 
 // An input in the output's own layout: `outer` runs of `run` floats, dense in the input, `dst_stride`
 // apart in the output from `dst_offset` on.
+// With axis 1, run element j is channel first_channel + (j / axis_stride) * block + j % block.
 struct RunCopy {
   int64_t outer = 0, run = 0, dst_stride = 0, dst_offset = 0;
+  int64_t axis_stride = 1, block = 1, first_channel = 0;
 };
+
+// FusedBatchNorm's y = act(x * scale[c] + shift[c]); act is a chain of Relu (a Clip to [0, inf)),
+// LeakyRelu (slope alpha) and Clip (lo, hi).
+struct Affine {
+  std::vector<float> scale, shift;
+  struct Act {
+    bool clip = false;
+    float slope = 0, lo = 0, hi = 0;
+  };
+  std::vector<Act> acts;
+};
+
+// dst[j] = act(src[j] * scale[c] + shift[c]) for run elements [b, e) (see RunCopy for their channels):
+// the affine map in one branch-free loop per layout, then each activation over the same (cached)
+// elements, each loop `omp simd` (GCC's -O2 does not vectorize loops that need a remainder).
+void affine_range(const RunCopy& c, const Affine& f, const float* __restrict src, float* __restrict dst, int64_t b,
+                  int64_t e) {
+  const float* sc = f.scale.data();
+  const float* sh = f.shift.data();
+  if (c.axis_stride == 1 && c.block == 1) {  // channels innermost (nhwc, [N, C])
+    const float* s = sc + c.first_channel;
+    const float* t = sh + c.first_channel;
+#pragma omp simd
+    for (int64_t j = b; j < e; ++j) dst[j] = src[j] * s[j] + t[j];
+  } else {
+    for (int64_t j = b; j < e;) {
+      const int64_t kb = j / c.axis_stride;
+      const int64_t end = std::min(e, (kb + 1) * c.axis_stride);
+      const int64_t c0 = c.first_channel + kb * c.block;
+      if (c.block == 1) {
+        const float s = sc[c0], t = sh[c0];
+#pragma omp simd
+        for (int64_t k = j; k < end; ++k) dst[k] = src[k] * s + t;
+        j = end;
+      } else {
+#pragma omp simd
+        for (int64_t k = j; k < end; ++k) dst[k] = src[k] * sc[c0 + k % c.block] + sh[c0 + k % c.block];
+        j = end;
+      }
+    }
+  }
+  for (const Affine::Act& a : f.acts) {
+    const float lo = a.lo, hi = a.hi, slope = a.slope;  // locals: no aliasing with dst for the vectorizer
+    if (a.clip) {
+#pragma omp simd
+      for (int64_t j = b; j < e; ++j) dst[j] = std::min(std::max(dst[j], lo), hi);
+    } else {
+#pragma omp simd
+      for (int64_t j = b; j < e; ++j) {
+        const float v = dst[j];
+        dst[j] = v * (v > 0.f ? 1.f : slope);
+      }
+    }
+  }
+}
 
 // The runs for an input of `x_dims` whose slice of the axis starts at `offset`, when it and the output
 // `dst` share a dense layout `t` (the axis's stride covers everything inside it, so everything outside
@@ -78,6 +139,9 @@ RunCopy run_copy(const md& dst, const std::vector<int64_t>& x_dims, tag t, int a
   const int64_t src_axis_stride = src.data.format_desc.blocking.strides[axis];
   const int64_t dst_axis_stride = dst.data.format_desc.blocking.strides[axis];
   RunCopy c;
+  c.axis_stride = src_axis_stride;
+  c.block = block;
+  c.first_channel = offset;
   c.run = x_dims[axis] / block * src_axis_stride;
   c.outer = c.run == 0 ? 0 : static_cast<int64_t>(src.get_size() / sizeof(float)) / c.run;
   c.dst_stride = dst.data.padded_dims[axis] / block * dst_axis_stride;
@@ -85,7 +149,8 @@ RunCopy run_copy(const md& dst, const std::vector<int64_t>& x_dims, tag t, int a
   return c;
 }
 
-void copy_runs(const RunCopy& c, const float* src, float* dst) {
+// Copies the runs, through `f` when given.
+void copy_runs(const RunCopy& c, const float* src, float* dst, const Affine* f) {
   // Pieces of at least 16k floats: one run per piece where runs are long (nchw), several where short.
   constexpr int64_t kPiece = 1 << 14;
   const int64_t per_run = std::max<int64_t>(1, (c.run + kPiece - 1) / kPiece);
@@ -96,14 +161,20 @@ void copy_runs(const RunCopy& c, const float* src, float* dst) {
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t p = 0; p < per_run; ++p) {
       const int64_t b = p * piece_len, e = std::min(c.run, b + piece_len);
-      for (int64_t o = g * runs_per_piece; o < std::min(c.outer, (g + 1) * runs_per_piece); ++o)
-        if (e > b) std::memcpy(dst + c.dst_offset + o * c.dst_stride + b, src + o * c.run + b, (e - b) * sizeof(float));
+      for (int64_t o = g * runs_per_piece; o < std::min(c.outer, (g + 1) * runs_per_piece); ++o) {
+        if (e <= b) continue;
+        float* d = dst + c.dst_offset + o * c.dst_stride;
+        const float* x = src + o * c.run;
+        if (f) affine_range(c, *f, x, d, b, e);
+        else std::memcpy(d + b, x + b, (e - b) * sizeof(float));
+      }
     }
 }
 
 struct ConcatPlan {
   std::vector<md> srcs;  // the inputs' descriptors this plan is for
   md dst;
+  tag dst_tag = tag::undef;
   std::vector<md> parts;        // per input: its sub-tensor of dst (for the reorder)
   std::vector<bool> as_runs;    // per input: copied as runs (same layout as dst)
   std::vector<RunCopy> runs;
@@ -111,8 +182,9 @@ struct ConcatPlan {
 
 class ConcatKernel : public Kernel {
  public:
-  ConcatKernel(const ir::Node& node, bool blocked_out) : node_(node), blocked_out_(blocked_out) {}
-  std::string name() const override { return "cpu:onednn:concat"; }
+  ConcatKernel(const ir::Node& node, bool blocked_out, std::optional<Affine> affine)
+      : node_(node), blocked_out_(blocked_out), affine_(std::move(affine)) {}
+  std::string name() const override { return affine_ ? "cpu:vec:fused_batch_norm" : "cpu:onednn:concat"; }
   bool accepts_layouts() const override { return true; }
 
   Status run(ops::KernelContext& ctx) override {
@@ -126,11 +198,23 @@ class ConcatKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, output_dims(xs));
     FERRY_ASSIGN_OR_RETURN(const ConcatPlan* p, plan_for(xs, out_dims));
     FERRY_ASSIGN_OR_RETURN(Tensor dst, new_output(ctx, 0, DType::kFloat32, out_dims, p->dst, blocked_out_));
+    if (affine_ && out_dims[1] != static_cast<int64_t>(affine_->scale.size()))
+      return Status::invalid(op + ": bn_scale holds " + std::to_string(affine_->scale.size()) + " values for " +
+                             std::to_string(out_dims[1]) + " channels");
     try {
       for (size_t i = 0; i < xs.size(); ++i) {
         if (xs[i]->numel() == 0) continue;
-        if (p->as_runs[i]) copy_runs(p->runs[i], xs[i]->data<float>(), dst.data<float>());
-        else reorder(as_memory(*xs[i], p->srcs[i]), as_memory(dst, p->parts[i]));
+        const Affine* f = affine_ ? &*affine_ : nullptr;
+        if (p->as_runs[i]) {
+          copy_runs(p->runs[i], xs[i]->data<float>(), dst.data<float>(), f);
+        } else if (f) {
+          // Into the output's layout first, then through the affine map like the others.
+          const md same(dnnl::memory::dims(xs[i]->dims().begin(), xs[i]->dims().end()), dt::f32, p->dst_tag);
+          FERRY_ASSIGN_OR_RETURN(Tensor x, reorder_to(*xs[i], same));
+          copy_runs(p->runs[i], x.data<float>(), dst.data<float>(), f);
+        } else {
+          reorder(as_memory(*xs[i], p->srcs[i]), as_memory(dst, p->parts[i]));
+        }
       }
     } catch (const dnnl::error& e) {
       return Status::internal(op + ": oneDNN reorder failed: " + e.what());
@@ -186,14 +270,18 @@ class ConcatKernel : public Kernel {
     plan->srcs = std::move(srcs);
     plan->dst = choose_dst(xs, out_dims);
     const tag dst_tag = tag_of(plan->dst, out_dims);
+    plan->dst_tag = dst_tag;
+    if (affine_ && dst_tag == tag::undef)
+      return Status::internal(node_.op_type + ": no layout tag for the output " + describe_desc(plan->dst));
     dnnl::memory::dims offsets(out_dims.size(), 0);
     try {
       for (size_t i = 0; i < xs.size(); ++i) {
         const Tensor& x = *xs[i];
         const bool runs = dst_tag != tag::undef && tag_of(plan->srcs[i], x.dims()) == dst_tag;
         plan->as_runs.push_back(runs);
-        plan->runs.push_back(runs ? run_copy(plan->dst, x.dims(), dst_tag, axis_, offsets[axis_]) : RunCopy{});
-        plan->parts.push_back(runs || x.numel() == 0 ? md()
+        const bool runs_after_reorder = runs || (affine_ && x.numel() > 0);
+        plan->runs.push_back(runs_after_reorder ? run_copy(plan->dst, x.dims(), dst_tag, axis_, offsets[axis_]) : RunCopy{});
+        plan->parts.push_back(runs_after_reorder || x.numel() == 0 ? md()
                                                      : plan->dst.submemory_desc(
                                                            dnnl::memory::dims(x.dims().begin(), x.dims().end()), offsets));
         offsets[axis_] += x.dim(axis_);
@@ -207,19 +295,54 @@ class ConcatKernel : public Kernel {
 
   const ir::Node& node_;
   bool blocked_out_;
+  std::optional<Affine> affine_;  // FusedBatchNorm's
   int axis_ = 0;
   std::vector<std::unique_ptr<ConcatPlan>> plans_;  // by the inputs' descriptors
 };
 
 Result<std::unique_ptr<Kernel>> create_concat(const ir::Node& node, const CpuOptions& o) {
-  return std::unique_ptr<Kernel>(new ConcatKernel(node, may_produce_blocked(*node.outputs[0])));
+  return std::unique_ptr<Kernel>(new ConcatKernel(node, may_produce_blocked(*node.outputs[0]), std::nullopt));
+}
+
+// The scale, shift and activations of a FusedBatchNorm node, or nullopt when its chain holds another
+// post-op (the reference kernel runs those).
+std::optional<Affine> affine_of(const ir::Node& n) {
+  auto post = ops::read_post_ops(n);
+  if (!post.ok()) return std::nullopt;
+  Affine f{n.attr_floats("bn_scale"), n.attr_floats("bn_shift"), {}};
+  for (const ops::PostOp& p : *post) {
+    if (p.name == "Relu") f.acts.push_back({true, 0.f, 0.f, std::numeric_limits<float>::infinity()});  // vectorizes
+    else if (p.name == "LeakyRelu") f.acts.push_back({false, p.alpha});
+    else if (p.name == "Clip") f.acts.push_back({true, 0.f, p.alpha, p.beta});
+    else return std::nullopt;
+  }
+  if (f.scale.empty() || f.scale.size() != f.shift.size()) return std::nullopt;
+  return f;
+}
+
+bool fused_batch_norm_supports(const ir::Node& n, const CpuOptions& o) {
+  if (n.attr_int("axis", 0) != 1 || !affine_of(n)) return false;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has_input(i) || n.inputs[i]->dtype != DType::kFloat32) return false;
+    const auto& s = n.inputs[i]->shape;
+    if (!s || s->size() < 2 || s->size() > 5) return false;  // ranks with layout tags
+  }
+  return n.num_inputs() >= 1 && n.has_output(0) && n.outputs[0]->dtype == DType::kFloat32;
+}
+
+Result<std::unique_ptr<Kernel>> create_fused_batch_norm(const ir::Node& node, const CpuOptions& o) {
+  std::optional<Affine> f = affine_of(node);
+  if (!f) return Status::unsupported(node.label() + ": the cpu kernel has no such post-op chain");
+  return std::unique_ptr<Kernel>(new ConcatKernel(node, may_produce_blocked(*node.outputs[0]), std::move(f)));
 }
 
 }  // namespace
 
 void register_concat(KernelTable& t) {
   t.push_back({"", "Concat", concat_supports, create_concat});
+  t.push_back({"com.ferry", "FusedBatchNorm", fused_batch_norm_supports, create_fused_batch_norm});
   declare_layout_aware("", "Concat");
+  declare_layout_aware("com.ferry", "FusedBatchNorm");
 }
 
 }  // namespace ferry::backends::cpu

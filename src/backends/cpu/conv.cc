@@ -64,7 +64,8 @@ dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory:
 // faster (resnet50 batch 1, even at batch 2); once they stream from memory jit_1x1 is faster, most on
 // the convolutions with a residual sum (resnet50 batch 8, layer1: 4.3 -> 3.0 ms each; the model 170 ->
 // 152 ms, median of 6 alternating runs; batch 4: 86 -> 79 ms; AMD EPYC Zen 5, 2 threads). Only in
-// graphs without grouped convolutions: next to depthwise convolutions, which stay nhwc, the reorders
+// graphs without grouped convolutions (nor FusedBatchNorm, see dense_conv_sample_bytes): next to
+// depthwise convolutions, which stay nhwc, the reorders
 // cost more than the kernel gains (mobilenet_v2 batch 8: 19.8 -> 23.6 ms). "Streams from memory": the
 // graph's largest convolution input or output at this batch takes 8 MiB or more (resnet50: 3.2 MiB a
 // sample). --cpu-blocked-1x1 off / on turns the rule off / on for every such 1x1 convolution. Only
@@ -72,12 +73,15 @@ dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory:
 constexpr int64_t kStreamingActivationBytes = int64_t{8} << 20;
 
 // The largest per-sample float bytes of a convolution's X or Y in the node's graph; 0 when the graph
-// has a grouped convolution (or no static per-sample shape at all).
+// has a grouped convolution or a FusedBatchNorm (DenseNet's concatenations: there the 3x3 results
+// arrive channels-last, and blocked 1x1 convolutions put a conversion on every concatenated input:
+// densenet121 at batch 8 took 240 ms with them, 150 without), or no static per-sample shape at all.
 int64_t dense_conv_sample_bytes(const ir::Node& node) {
   const ir::Graph* g = node.has_output(0) ? node.outputs[0]->graph : nullptr;
   if (!g) return 0;
   int64_t most = 0;
   for (const auto& n : g->nodes) {
+    if (n->domain == "com.ferry" && n->op_type == "FusedBatchNorm") return 0;
     const bool conv = (n->domain.empty() && n->op_type == "Conv") || (n->domain == "com.ferry" && n->op_type == "FusedConv");
     if (!conv) continue;
     if (n->attr_int("group", 1) != 1) return 0;

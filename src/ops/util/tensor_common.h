@@ -68,6 +68,14 @@ struct ShapeEntry {
 // The entries of a 0-/1-D integer input when each one is known or stands for a shape dim; nullopt else.
 std::optional<std::vector<ShapeEntry>> known_shape_entries(const InferContext& ctx, int i);
 
+// Concat's output dims for inputs `xs` along `axis` (may be negative): same dtype and rank, equal dims
+// off the axis; errors name the input that differs. Concat and com.ferry FusedBatchNorm share it.
+Result<std::vector<int64_t>> concat_dims(const std::vector<const Tensor*>& xs, int64_t axis);
+// Copies `xs` one after the other along `axis` into `out` (dims from concat_dims, same dtype).
+void concat_copy(const std::vector<const Tensor*>& xs, int64_t axis, Tensor& out);
+// Shape inference of a concatenation of every input along the node's `axis` attribute.
+Status infer_concat(InferContext& ctx);
+
 // Inference helpers: the static dims of input i, or nullopt.
 std::optional<std::vector<int64_t>> static_input_dims(const InferContext& ctx, int i);
 // A Shape with `rank` unknown dims.

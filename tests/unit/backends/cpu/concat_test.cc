@@ -1,7 +1,8 @@
 // The cpu backend's Concat against the reference backend, with inputs in every layout the convolutions
 // hand on (plain graph inputs, channels-last from brgconv or jit 1x1 kernels, channel blocks from Winograd
 // or AVX2 kernels) and readers that keep its output in a layout (Relu, then a 1x1 Conv) or not (a graph
-// output). The copy is exact; the convolutions around it are compared at fp32 tolerance.
+// output). The copy is exact; the convolutions around it are compared at fp32 tolerance. The same for
+// com.ferry FusedBatchNorm, the concatenation with a per-channel affine map and activations.
 #include "unit/backends/cpu/conv_test_util.h"
 
 #include "backends/cpu/cpu_backend.h"
@@ -98,6 +99,66 @@ INSTANTIATE_TEST_SUITE_P(
                       PlainCase{"empty_input", {{2, 0, 3}, {2, 4, 3}}, 1},
                       PlainCase{"large_runs", {{1, 40, 64, 64}, {1, 24, 64, 64}}, 1}),
     [](const ::testing::TestParamInfo<PlainCase>& i) { return i.param.name; });
+
+// com.ferry FusedBatchNorm on the same inputs: the concatenation through a per-channel scale and shift
+// and an activation chain, in every layout, against the reference kernel.
+struct NormCase {
+  std::string name;
+  std::vector<int64_t> x;
+  int64_t ch_1x1, ch_3x3;               // 0: that convolution is not an input
+  std::vector<std::string> post;        // post_ops
+  std::vector<float> alpha, beta;
+};
+
+void PrintTo(const NormCase& c, std::ostream* os) { *os << c.name; }
+
+class CpuFusedBatchNorm : public ::testing::TestWithParam<NormCase> {};
+
+TEST_P(CpuFusedBatchNorm, MatchesReference) {
+  const NormCase& c = GetParam();
+  GraphBuilder b;
+  ir::Value* x = b.input("x", c.x);
+  std::vector<ir::Value*> ins;
+  if (c.ch_1x1) ins.push_back(conv(b, x, c.x[1], c.ch_1x1, 1, 3));
+  ins.push_back(x);
+  if (c.ch_3x3) ins.push_back(conv(b, x, c.x[1], c.ch_3x3, 3, 5));
+  const int64_t ch = c.x[1] + c.ch_1x1 + c.ch_3x3;
+  Tensor scale = random_tensor({ch}, 31), shift = random_tensor({ch}, 32);
+  Attrs a{{"axis", int_attr(1)},
+          {"bn_scale", floats_attr(std::vector<float>(scale.data<float>(), scale.data<float>() + ch))},
+          {"bn_shift", floats_attr(std::vector<float>(shift.data<float>(), shift.data<float>() + ch))}};
+  if (!c.post.empty()) {
+    a["post_ops"] = strings_attr(c.post);
+    a["post_op_alpha"] = floats_attr(c.alpha);
+    a["post_op_beta"] = floats_attr(c.beta);
+  }
+  ir::Value* y = b.node("FusedBatchNorm", ins, a, 1, "com.ferry");
+  // Read by a 1x1 conv (the output may stay in a layout) where the rank allows, else a graph output.
+  b.output(c.x.size() == 4 ? conv(b, y, ch, 8, 1, 7) : y);
+  ir::Graph& g = b.finish();
+  auto backend = make_backend("cpu");
+  for (const auto& n : g.nodes)
+    if (n->op_type == "FusedBatchNorm") {
+      EXPECT_TRUE((*backend)->supports(*n)) << c.name;
+    }
+  Tensor xt = random_tensor(c.x, 9);
+  auto got = run_graph(g, "cpu", {xt});
+  auto want = run_graph(g, "reference", {xt});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  expect_close((*got)[0], (*want)[0], 1e-4f, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FusedBatchNorm, CpuFusedBatchNorm,
+    ::testing::Values(NormCase{"densenet_like_relu", {1, 64, 24, 24}, 32, 64, {"Relu"}, {0.f}, {0.f}},
+                      NormCase{"batch2_leaky_then_clip", {2, 32, 10, 10}, 16, 32, {"LeakyRelu", "Clip"}, {0.1f, -0.5f},
+                               {0.f, 0.75f}},
+                      NormCase{"odd_channels_plain", {1, 20, 9, 9}, 13, 7, {"Relu"}, {0.f}, {0.f}},
+                      NormCase{"single_input_no_activation", {1, 16, 7, 7}, 0, 0, {}, {}, {}},
+                      NormCase{"rank2", {5, 40}, 0, 0, {"Relu"}, {0.f}, {0.f}},
+                      NormCase{"rank3", {2, 24, 17}, 0, 0, {"Clip"}, {-0.2f}, {0.3f}}),
+    [](const ::testing::TestParamInfo<NormCase>& i) { return i.param.name; });
 
 TEST(CpuConcat, MismatchedDimsAreAnError) {
   GraphBuilder b;
