@@ -208,12 +208,14 @@ if subprocess.run([venv_py, "-c", "import openvino"], capture_output=True).retur
         check_result("openvino b=2", j["peers"][0]["results"][0], 2, 3)
         check("openvino: f32 precision", "INFERENCE_PRECISION_HINT=f32" in j["peers"][0]["settings"])
         check("openvino: ratios", "ferry/openvino" in out and len(j["peers"][0]["ratios"]) == 1, out)
-    # At ferry's bf16, OpenVINO is asked for bf16 too.
-    rc, out, err = u.ferry("bench", dyn, "--batch", "2", "--iterations", "3", "--threads", "1", "--precision", "bf16",
-                           "--peer", "openvino", "--json", js, timeout=300)
-    j = json.load(open(js)) if rc == 0 else {}
-    check("openvino at --precision bf16: bf16 hint", rc == 0 and
-          "INFERENCE_PRECISION_HINT=bf16" in j["peers"][0]["settings"], err + out)
+    # At ferry's bf16, OpenVINO is asked for bf16 too. Not under ONEDNN_MAX_CPU_ISA: OpenVINO's own oneDNN
+    # is capped too while it still sees the CPU's bf16 and fails to make its bf16 primitives.
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        rc, out, err = u.ferry("bench", dyn, "--batch", "2", "--iterations", "3", "--threads", "1", "--precision", "bf16",
+                               "--peer", "openvino", "--json", js, timeout=300)
+        j = json.load(open(js)) if rc == 0 else {}
+        check("openvino at --precision bf16: bf16 hint", rc == 0 and
+              "INFERENCE_PRECISION_HINT=bf16" in j["peers"][0]["settings"], err + out)
 else:
     print("skip bench --peer openvino (openvino is not in the venv)")
 
