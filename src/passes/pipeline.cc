@@ -31,6 +31,10 @@ const std::vector<PassEntry>& fusion_passes() {
   // becomes FusedBatchNorm with its concat and activations), then the post-op fusions, which must see
   // the final Conv/MatMul + activation chains.
   static const std::vector<PassEntry> k = {
+      // Einsum as Transpose/Reshape/MatMul (legalize_einsum.cc) on every backend: the MatMuls get the
+      // tuned kernels and recognize_attention sees torch's einsum attention (maxvit_t: 44 Einsums ran
+      // the reference kernel, 14x slower than ONNX Runtime).
+      {"lower_einsum", [](ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_einsum"); }},
       {"recognize_gelu", recognize_gelu},
       {"recognize_layer_norm", recognize_layer_norm},
       {"recognize_attention", recognize_attention},
