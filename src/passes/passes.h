@@ -23,6 +23,7 @@ PassFn pass_by_name(const std::string& name);
 
 // Fusions and recognitions (level 2 and up).
 Result<int> fold_batch_norm(ir::Graph& g, const PassContext& ctx);
+Result<int> fold_pad(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_gelu(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_layer_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_attention(ir::Graph& g, const PassContext& ctx);

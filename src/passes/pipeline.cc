@@ -35,6 +35,7 @@ const std::vector<PassEntry>& fusion_passes() {
       // tuned kernels and recognize_attention sees torch's einsum attention (maxvit_t: 44 Einsums ran
       // the reference kernel, 14x slower than ONNX Runtime).
       {"lower_einsum", [](ir::Graph& g, const PassContext&) { return apply_rule_everywhere(g, "legalize_einsum"); }},
+      {"fold_pad", fold_pad},
       {"recognize_gelu", recognize_gelu},
       {"recognize_layer_norm", recognize_layer_norm},
       {"recognize_attention", recognize_attention},
