@@ -64,7 +64,11 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{"mask_causal", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {7, 7}},
                       AttnCase{"mask_full", {2, 3, 5, 8}, {2, 3, 6, 8}, {2, 3, 6, 4}, {2, 3, 5, 6}},
                       AttnCase{"mask_column", {2, 5, 8}, {2, 6, 8}, {2, 6, 8}, {5, 1}},
-                      AttnCase{"mask_3d", {4, 7, 8}, {4, 7, 8}, {4, 7, 8}, {4, 1, 7}}),
+                      AttnCase{"mask_3d", {4, 7, 8}, {4, 7, 8}, {4, 7, 8}, {4, 1, 7}},
+                      // Scores over 8 MB go through in blocks of rows: 80-row blocks and a 10-row tail,
+                      // and a batch-3-d case of Dv != D.
+                      AttnCase{"long_blocks_and_tail", {1, 4, 810, 16}, {1, 4, 800, 16}, {1, 4, 800, 16}},
+                      AttnCase{"long_3d", {3, 1000, 8}, {3, 1000, 8}, {3, 1000, 24}}),
     [](const ::testing::TestParamInfo<AttnCase>& i) { return i.param.name; });
 
 TEST(CpuAttention, MismatchedBatchIsAnError) {
