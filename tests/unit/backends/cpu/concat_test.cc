@@ -17,6 +17,21 @@ ir::Value* conv(GraphBuilder& b, ir::Value* x, int64_t in_ch, int64_t out_ch, in
                 a);
 }
 
+// The cpu backend takes every `op` node of g, and g's output on random x matches the reference backend's.
+void expect_cpu_runs_it(ir::Graph& g, const std::string& op, const std::vector<int64_t>& x, const std::string& name) {
+  auto backend = make_backend("cpu");
+  for (const auto& n : g.nodes)
+    if (n->op_type == op) {
+      EXPECT_TRUE((*backend)->supports(*n)) << name;
+    }
+  Tensor xt = random_tensor(x, 9);
+  auto got = run_graph(g, "cpu", {xt});
+  auto want = run_graph(g, "reference", {xt});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  expect_close((*got)[0], (*want)[0], 1e-4f, name);
+}
+
 struct LayoutCase {
   std::string name;
   std::vector<int64_t> x;
@@ -37,18 +52,7 @@ TEST_P(CpuConcatLayouts, MatchesReference) {
   ir::Value* cat = b.node("Concat", {c1, x, c3}, {{"axis", int_attr(1)}}, 13);
   const int64_t cat_ch = c.ch_1x1 + c.x[1] + c.ch_3x3;
   b.output(c.read_blocked ? conv(b, b.node("Relu", {cat}), cat_ch, 16, 1, 7) : cat);
-  ir::Graph& g = b.finish();
-  auto backend = make_backend("cpu");
-  for (const auto& n : g.nodes)
-    if (n->op_type == "Concat") {
-      EXPECT_TRUE((*backend)->supports(*n));
-    }
-  Tensor xt = random_tensor(c.x, 9);
-  auto got = run_graph(g, "cpu", {xt});
-  auto want = run_graph(g, "reference", {xt});
-  ASSERT_TRUE(got.ok()) << got.status().to_string();
-  ASSERT_TRUE(want.ok()) << want.status().to_string();
-  expect_close((*got)[0], (*want)[0], 1e-4f, c.name);
+  expect_cpu_runs_it(b.finish(), "Concat", c.x, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,18 +139,7 @@ TEST_P(CpuFusedBatchNorm, MatchesReference) {
   ir::Value* y = b.node("FusedBatchNorm", ins, a, 1, "com.ferry");
   // Read by a 1x1 conv (the output may stay in a layout) where the rank allows, else a graph output.
   b.output(c.x.size() == 4 ? conv(b, y, ch, 8, 1, 7) : y);
-  ir::Graph& g = b.finish();
-  auto backend = make_backend("cpu");
-  for (const auto& n : g.nodes)
-    if (n->op_type == "FusedBatchNorm") {
-      EXPECT_TRUE((*backend)->supports(*n)) << c.name;
-    }
-  Tensor xt = random_tensor(c.x, 9);
-  auto got = run_graph(g, "cpu", {xt});
-  auto want = run_graph(g, "reference", {xt});
-  ASSERT_TRUE(got.ok()) << got.status().to_string();
-  ASSERT_TRUE(want.ok()) << want.status().to_string();
-  expect_close((*got)[0], (*want)[0], 1e-4f, c.name);
+  expect_cpu_runs_it(b.finish(), "FusedBatchNorm", c.x, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
