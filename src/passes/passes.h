@@ -15,6 +15,7 @@ using PassFn = std::function<Result<int>(ir::Graph& g, const PassContext& ctx)>;
 // Cleanup (level 1 and up; also run on If/Loop/Scan bodies).
 Result<int> eliminate_dead_code(ir::Graph& g, const PassContext& ctx);
 Result<int> eliminate_identity(ir::Graph& g, const PassContext& ctx);
+Result<int> drop_broadcast_expand(ir::Graph& g, const PassContext& ctx);
 Result<int> fold_constants(ir::Graph& g, const PassContext& ctx);
 Result<int> simplify_transpose_reshape(ir::Graph& g, const PassContext& ctx);
 

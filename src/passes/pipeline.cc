@@ -20,6 +20,7 @@ const std::vector<PassEntry>& cleanup_passes() {
   static const std::vector<PassEntry> k = {
       {"fold_constants", fold_constants},
       {"eliminate_identity", eliminate_identity},
+      {"drop_broadcast_expand", drop_broadcast_expand},
       {"simplify_transpose_reshape", simplify_transpose_reshape},
       {"eliminate_dead_code", eliminate_dead_code},
   };

@@ -29,7 +29,8 @@ namespace ferry::backends::cpu {
   X(transpose)                    \
   X(slice)                        \
   X(rnn)                          \
-  X(resize)
+  X(resize)                       \
+  X(reduce)
 
 #define FERRY_DECLARE_REGISTER(stem) void register_##stem(KernelTable& t);
 FERRY_CPU_KERNEL_FILES(FERRY_DECLARE_REGISTER)

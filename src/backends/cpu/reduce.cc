@@ -1,0 +1,129 @@
+// ReduceL2 / ReduceSumSquare / ReduceSum / ReduceMean (float32, keepdims, fp32 accumulation) over
+// trailing axes, one row of contiguous values per output value: torch's F.normalize (swin_v2's cosine
+// attention: ReduceL2 over the last axis, 24 nodes on the reference kernel, 18% of the model).
+//
+// Which axes are reduced is read from the node's static shapes (the inference already applied the
+// axes attribute or input): every dim that is not 1 in X and 1 in Y, and from the first of them on only
+// dims that are 1 in Y. Reducing a size-1 dim changes nothing once another dim is reduced with it, so the
+// ambiguity of size-1 dims does not matter. Other shapes, keepdims=0 and dynamic shapes run the
+// reference kernel.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/small_work.h"
+#include "ops/util/nn_common.h"
+
+namespace ferry::backends::cpu {
+
+namespace {
+
+enum class Reduction { kL2, kSumSquare, kSum, kMean };
+
+std::optional<Reduction> reduction_of(const std::string& op) {
+  if (op == "ReduceL2") return Reduction::kL2;
+  if (op == "ReduceSumSquare") return Reduction::kSumSquare;
+  if (op == "ReduceSum") return Reduction::kSum;
+  if (op == "ReduceMean") return Reduction::kMean;
+  return std::nullopt;
+}
+
+// The first reduced axis when the reduced axes are a suffix (see the top), or -1.
+int first_reduced_axis(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  if (in.size() != out.size() || in.empty()) return -1;
+  int first = -1;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1 && out[i] == 1) {
+      first = static_cast<int>(i);
+      break;
+    }
+  if (first < 0) return -1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (static_cast<int>(i) < first && out[i] != in[i]) return -1;
+    if (static_cast<int>(i) >= first && out[i] != 1) return -1;
+  }
+  return first;
+}
+
+bool reduce_supports(const ir::Node& n, const CpuOptions& o) {
+  if (!reduction_of(n.op_type) || !n.domain.empty() || !n.has_input(0) || !n.has_output(0)) return false;
+  if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
+  if (n.attr_int("keepdims", 1) != 1) return false;
+  const auto& xs = n.inputs[0]->shape;
+  const auto& ys = n.outputs[0]->shape;
+  if (!xs || !ys || !is_static(*xs) || !is_static(*ys)) return false;
+  return first_reduced_axis(static_dims(*xs), static_dims(*ys)) >= 0;
+}
+
+float reduce_row(Reduction r, const float* __restrict x, int64_t n) {
+  float acc = 0.f;
+  switch (r) {
+    case Reduction::kL2:
+    case Reduction::kSumSquare:
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < n; ++i) acc += x[i] * x[i];
+      return r == Reduction::kL2 ? std::sqrt(acc) : acc;
+    case Reduction::kSum:
+    case Reduction::kMean:
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < n; ++i) acc += x[i];
+      return r == Reduction::kMean ? acc / static_cast<float>(n) : acc;
+  }
+  return acc;
+}
+
+class ReduceKernel : public Kernel {
+ public:
+  ReduceKernel(const ir::Node& node, Reduction r) : node_(node), r_(r) {}
+  std::string name() const override { return "cpu:vec:reduce"; }
+
+  Status init() {
+    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
+    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    in_ = static_dims(*node_.inputs[0]->shape);
+    out_ = static_dims(*node_.outputs[0]->shape);
+    const int first = first_reduced_axis(in_, out_);
+    rows_ = inner_ = 1;
+    for (size_t i = 0; i < in_.size(); ++i) (static_cast<int>(i) < first ? rows_ : inner_) *= in_[i];
+    return Status();
+  }
+
+  Status run(ops::KernelContext& ctx) override {
+    FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
+    // Shapes other than the static ones the node was planned for: the reference kernel.
+    if (x->dtype() != DType::kFloat32 || x->dims() != in_ || !x->is_plain()) return reference_->kernel(ctx);
+    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_));
+    const float* xd = x->data<float>();
+    float* yd = y->data<float>();
+    const Reduction r = r_;
+    const int64_t inner = inner_;
+#pragma omp parallel for schedule(static) if (rows_ * inner_ >= kSmallElementwise && rows_ > 1)
+    for (int64_t row = 0; row < rows_; ++row) yd[row] = reduce_row(r, xd + row * inner, inner);
+    return Status();
+  }
+
+ private:
+  const ir::Node& node_;
+  Reduction r_;
+  const ops::OpSchema* reference_ = nullptr;
+  std::vector<int64_t> in_, out_;
+  int64_t rows_ = 1, inner_ = 1;
+};
+
+Result<std::unique_ptr<Kernel>> create_reduce(const ir::Node& node, const CpuOptions& o) {
+  auto r = reduction_of(node.op_type);
+  if (!r) return Status::unsupported(node.label() + ": not a reduction the cpu backend runs");
+  auto k = std::make_unique<ReduceKernel>(node, *r);
+  FERRY_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+void register_reduce(KernelTable& t) {
+  for (const char* op : {"ReduceL2", "ReduceSumSquare", "ReduceSum", "ReduceMean"})
+    t.push_back({"", op, reduce_supports, create_reduce});
+}
+
+}  // namespace ferry::backends::cpu

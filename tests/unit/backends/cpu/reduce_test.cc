@@ -1,0 +1,49 @@
+// The cpu backend's trailing-axes reductions (ReduceL2 / SumSquare / Sum / Mean with keepdims) against the
+// reference backend, and the shapes it leaves to the reference kernel.
+#include "unit/backends/cpu/conv_test_util.h"
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace ferry::backends::cpu::testing {
+namespace {
+
+struct RCase {
+  std::string name, op;
+  std::vector<int64_t> x, axes;
+  int64_t keepdims = 1;
+  bool cpu = true;  // the cpu backend takes it
+};
+
+void PrintTo(const RCase& c, std::ostream* os) { *os << c.name; }
+
+class CpuReduceCases : public ::testing::TestWithParam<RCase> {};
+
+TEST_P(CpuReduceCases, MatchesReference) {
+  const RCase& c = GetParam();
+  GraphBuilder b;
+  b.output(b.node(c.op, {b.input("x", c.x)}, {{"axes", ints_attr(c.axes)}, {"keepdims", int_attr(c.keepdims)}}, 11));
+  ir::Graph& g = b.finish();
+  auto backend = make_backend("cpu");
+  EXPECT_EQ((*backend)->supports(*g.nodes[0]), c.cpu) << c.name;
+  Tensor x = random_tensor(c.x, 5);
+  auto got = run_graph(g, "cpu", {x});
+  auto want = run_graph(g, "reference", {x});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  expect_close((*got)[0], (*want)[0], 1e-5f, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reduce, CpuReduceCases,
+    ::testing::Values(RCase{"l2_last", "ReduceL2", {2, 3, 49, 32}, {-1}},
+                      RCase{"sumsquare_two_last", "ReduceSumSquare", {2, 3, 4, 5}, {2, 3}},
+                      RCase{"sum_last_with_size1_between", "ReduceSum", {4, 1, 300}, {1, 2}},
+                      RCase{"mean_long_rows", "ReduceMean", {3, 5000}, {1}},
+                      RCase{"mean_all", "ReduceMean", {3, 4, 5}, {0, 1, 2}},
+                      // Left to the reference kernel: a leading axis, keepdims=0.
+                      RCase{"leading_axis", "ReduceSum", {3, 4, 5}, {0}, 1, false},
+                      RCase{"no_keepdims", "ReduceL2", {3, 4, 5}, {2}, 0, false}),
+    [](const ::testing::TestParamInfo<RCase>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace ferry::backends::cpu::testing
