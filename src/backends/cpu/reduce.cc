@@ -1,12 +1,12 @@
-// ReduceL2 / ReduceSumSquare / ReduceSum / ReduceMean (float32, keepdims, fp32 accumulation) over
+// ReduceL2 / ReduceSumSquare / ReduceSum / ReduceMean (float32, fp32 accumulation) over
 // trailing axes, one row of contiguous values per output value: torch's F.normalize (swin_v2's cosine
 // attention: ReduceL2 over the last axis, 24 nodes on the reference kernel, 18% of the model).
 //
-// Which axes are reduced is read from the node's static shapes (the inference already applied the
-// axes attribute or input): every dim that is not 1 in X and 1 in Y, and from the first of them on only
-// dims that are 1 in Y. Reducing a size-1 dim changes nothing once another dim is reduced with it, so the
-// ambiguity of size-1 dims does not matter. Other shapes, keepdims=0 and dynamic shapes run the
-// reference kernel.
+// The axes come from the `axes` attribute or constant input (none: all of them, unless
+// noop_with_empty_axes); they must be the trailing dims, size-1 dims between them allowed (mnasnet's
+// `x.mean([2, 3])`, keepdims 0). Where the axes input is not a constant they are read from the node's
+// static shapes with keepdims 1: every dim that is not 1 in X and 1 in Y (reducing a size-1 dim changes
+// nothing once another dim is reduced with it). Other axes and dynamic shapes run the reference kernel.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -29,8 +29,8 @@ std::optional<Reduction> reduction_of(const std::string& op) {
   return std::nullopt;
 }
 
-// The first reduced axis when the reduced axes are a suffix (see the top), or -1.
-int first_reduced_axis(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+// From the static shapes (keepdims 1): the first reduced axis when the reduced axes are a suffix, or -1.
+int first_reduced_by_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
   if (in.size() != out.size() || in.empty()) return -1;
   int first = -1;
   for (size_t i = 0; i < in.size(); ++i)
@@ -46,14 +46,44 @@ int first_reduced_axis(const std::vector<int64_t>& in, const std::vector<int64_t
   return first;
 }
 
+// The first reduced axis of the node when its reduced axes are the trailing dims (size-1 dims among them
+// allowed), or -1 (see the top).
+int first_reduced_axis(const ir::Node& n, const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  const int64_t r = static_cast<int64_t>(in.size());
+  std::vector<int64_t> axes;
+  if (n.has_attr("axes")) {
+    axes = n.attr_ints("axes");
+  } else if (n.has_input(1)) {
+    if (!n.inputs[1]->is_constant()) return n.attr_int("keepdims", 1) == 1 ? first_reduced_by_shape(in, out) : -1;
+    axes = n.inputs[1]->initializer.to_int64_vector();
+  }
+  if (axes.empty()) {
+    if (n.attr_int("noop_with_empty_axes", 0) != 0 || r == 0) return -1;
+    return 0;
+  }
+  std::vector<bool> reduced(static_cast<size_t>(r), false);
+  for (int64_t a : axes) {
+    if (a < -r || a >= r) return -1;
+    reduced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
+  }
+  int first = -1;
+  for (int64_t i = 0; i < r; ++i)
+    if (reduced[i]) {
+      first = static_cast<int>(i);
+      break;
+    }
+  for (int64_t i = first; i < r; ++i)
+    if (!reduced[i] && in[i] != 1) return -1;
+  return first;
+}
+
 bool reduce_supports(const ir::Node& n, const CpuOptions& o) {
   if (!reduction_of(n.op_type) || !n.domain.empty() || !n.has_input(0) || !n.has_output(0)) return false;
   if (n.inputs[0]->dtype != DType::kFloat32 || n.outputs[0]->dtype != DType::kFloat32) return false;
-  if (n.attr_int("keepdims", 1) != 1) return false;
   const auto& xs = n.inputs[0]->shape;
   const auto& ys = n.outputs[0]->shape;
   if (!xs || !ys || !is_static(*xs) || !is_static(*ys)) return false;
-  return first_reduced_axis(static_dims(*xs), static_dims(*ys)) >= 0;
+  return first_reduced_axis(n, static_dims(*xs), static_dims(*ys)) >= 0;
 }
 
 float reduce_row(Reduction r, const float* __restrict x, int64_t n) {
@@ -83,7 +113,7 @@ class ReduceKernel : public Kernel {
     if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
     in_ = static_dims(*node_.inputs[0]->shape);
     out_ = static_dims(*node_.outputs[0]->shape);
-    const int first = first_reduced_axis(in_, out_);
+    const int first = first_reduced_axis(node_, in_, out_);
     rows_ = inner_ = 1;
     for (size_t i = 0; i < in_.size(); ++i) (static_cast<int>(i) < first ? rows_ : inner_) *= in_[i];
     return Status();

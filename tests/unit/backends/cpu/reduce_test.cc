@@ -1,4 +1,4 @@
-// The cpu backend's trailing-axes reductions (ReduceL2 / SumSquare / Sum / Mean with keepdims) against the
+// The cpu backend's trailing-axes reductions (ReduceL2 / SumSquare / Sum / Mean) against the
 // reference backend, and the shapes it leaves to the reference kernel.
 #include "unit/backends/cpu/conv_test_util.h"
 
@@ -40,9 +40,12 @@ INSTANTIATE_TEST_SUITE_P(
                       RCase{"sum_last_with_size1_between", "ReduceSum", {4, 1, 300}, {1, 2}},
                       RCase{"mean_long_rows", "ReduceMean", {3, 5000}, {1}},
                       RCase{"mean_all", "ReduceMean", {3, 4, 5}, {0, 1, 2}},
-                      // Left to the reference kernel: a leading axis, keepdims=0.
+                      // mnasnet's x.mean([2, 3]) (keepdims 0), and the axes given unsorted and negative.
+                      RCase{"mean_spatial_no_keepdims", "ReduceMean", {1, 64, 7, 7}, {2, 3}, 0},
+                      RCase{"l2_negative_axes", "ReduceL2", {2, 6, 5}, {-1, -2}, 0},
+                      // Left to the reference kernel: a leading axis, a gap between axes.
                       RCase{"leading_axis", "ReduceSum", {3, 4, 5}, {0}, 1, false},
-                      RCase{"no_keepdims", "ReduceL2", {3, 4, 5}, {2}, 0, false}),
+                      RCase{"gap", "ReduceL2", {3, 4, 5}, {0, 2}, 1, false}),
     [](const ::testing::TestParamInfo<RCase>& i) { return i.param.name; });
 
 }  // namespace
