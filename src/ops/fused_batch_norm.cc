@@ -14,8 +14,7 @@ namespace ferry::ops {
 
 namespace {
 
-Status check_channels(const ir::Node& n, int64_t channels) {
-  const std::vector<float> scale = n.attr_floats("bn_scale"), shift = n.attr_floats("bn_shift");
+Status check_channels(const std::vector<float>& scale, const std::vector<float>& shift, int64_t channels) {
   if (static_cast<int64_t>(scale.size()) != channels || static_cast<int64_t>(shift.size()) != channels)
     return Status::invalid("FusedBatchNorm: bn_scale and bn_shift must hold one value per channel (" +
                            std::to_string(channels) + "), got " + std::to_string(scale.size()) + " and " +
@@ -37,10 +36,10 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   const int64_t axis = ctx.node().attr_int("axis", 0);
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> dims, tensor_ops::concat_dims(xs, axis));
   if (dims.size() < 2) return Status::invalid("FusedBatchNorm: Y must have a channel dim (rank 2 or more)");
-  FERRY_RETURN_IF_ERROR(check_channels(ctx.node(), dims[1]));
+  const std::vector<float> scale = ctx.node().attr_floats("bn_scale"), shift = ctx.node().attr_floats("bn_shift");
+  FERRY_RETURN_IF_ERROR(check_channels(scale, shift, dims[1]));
   FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, xs[0]->dtype(), dims));
   tensor_ops::concat_copy(xs, axis, *y);
-  const std::vector<float> scale = ctx.node().attr_floats("bn_scale"), shift = ctx.node().attr_floats("bn_shift");
   std::vector<double> v = nn::to_doubles(*y);
   int64_t inner = 1;
   for (size_t d = 2; d < dims.size(); ++d) inner *= dims[d];
@@ -60,7 +59,8 @@ Status infer_fused_batch_norm(InferContext& ctx) {
   FERRY_RETURN_IF_ERROR(tensor_ops::infer_concat(ctx));
   const ir::Value* y = ctx.node().outputs[0];
   if (y && y->shape && y->shape->size() >= 2 && (*y->shape)[1].is_static())
-    FERRY_RETURN_IF_ERROR(check_channels(ctx.node(), (*y->shape)[1].value));
+    FERRY_RETURN_IF_ERROR(check_channels(ctx.node().attr_floats("bn_scale"), ctx.node().attr_floats("bn_shift"),
+                                         (*y->shape)[1].value));
   return Status();
 }
 

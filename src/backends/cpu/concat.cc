@@ -19,6 +19,7 @@
 #include "backends/cpu/layout.h"
 #include "ops/util/nn_common.h"
 #include "ops/util/post_ops.h"
+#include "ops/util/tensor_common.h"
 
 namespace ferry::backends::cpu {
 
@@ -223,25 +224,13 @@ class ConcatKernel : public Kernel {
   }
 
  private:
-  // The concatenated dims; every input must have the same rank and the same dims off the axis.
+  // The concatenated dims (Concat's own check: ops/util/tensor_common.h), and the axis made non-negative.
   Result<std::vector<int64_t>> output_dims(const std::vector<const Tensor*>& xs) {
-    const std::string& op = node_.op_type;
-    const int rank = xs[0]->rank();
     const int64_t axis = node_.attr_int("axis", 0);
-    if (axis < -rank || axis >= rank)
-      return Status::invalid(op + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-    axis_ = static_cast<int>(axis < 0 ? axis + rank : axis);
-    std::vector<int64_t> out = xs[0]->dims();
-    for (size_t i = 1; i < xs.size(); ++i) {
-      const Tensor& x = *xs[i];
-      bool same = x.rank() == rank;
-      for (int d = 0; same && d < rank; ++d) same = d == axis_ || x.dim(d) == out[d];
-      if (!same)
-        return Status::invalid(op + ": input " + std::to_string(i) + " " + x.describe() + " does not match input 0 " +
-                               xs[0]->describe() + " off axis " + std::to_string(axis_));
-      out[axis_] += x.dim(axis_);
-    }
-    return out;
+    auto dims = ops::tensor_ops::concat_dims(xs, axis);
+    if (!dims.ok()) return dims.status().with_context(node_.op_type);
+    axis_ = static_cast<int>(axis < 0 ? axis + xs[0]->rank() : axis);
+    return dims;
   }
 
   // The output's layout: the largest input's, where it can hold every input (see the top).
@@ -265,7 +254,7 @@ class ConcatKernel : public Kernel {
     std::vector<md> srcs;
     for (const Tensor* x : xs) srcs.push_back(desc_of(*x));
     for (const auto& p : plans_)
-      if (p->srcs == srcs && p->dst.dims() == dnnl::memory::dims(out_dims.begin(), out_dims.end())) return p.get();
+      if (p->srcs == srcs) return p.get();  // the inputs' descriptors fix the output's dims too
     auto plan = std::make_unique<ConcatPlan>();
     plan->srcs = std::move(srcs);
     plan->dst = choose_dst(xs, out_dims);
