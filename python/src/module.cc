@@ -8,4 +8,5 @@ PYBIND11_MODULE(_ferry, m) {
   ferry::python::register_errors(m);
   ferry::python::register_session(m);
   ferry::python::register_tools(m);
+  ferry::python::register_weights(m);
 }

@@ -42,6 +42,7 @@ int run_main(int argc, char** argv) {
   CommandFn migrate = add_migrate_command(app);
   CommandFn profile = add_profile_command(app);
   CommandFn check = add_check_command(app);
+  CommandFn weights = add_weights_command(app);
   if (auto bad = unknown_command_error(app, argc, argv)) {
     std::fprintf(stderr, "error: %s\nRun 'ferry --help' for usage.\n", bad->c_str());
     return 2;
@@ -71,6 +72,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("migrate")) return migrate();
   if (app.got_subcommand("profile")) return profile();
   if (app.got_subcommand("check")) return check();
+  if (app.got_subcommand("weights")) return weights();
   return 2;  // unreachable: require_subcommand(1)
 }
 

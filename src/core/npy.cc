@@ -3,9 +3,6 @@
 // from users and the CLI must answer a hostile one with an error, not a crash.
 #include "core/npy.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -17,7 +14,9 @@
 #include <map>
 #include <set>
 
+#include "core/read_only_file.h"
 #include "core/shape.h"
+#include "core/zip_reader.h"
 
 namespace ferry {
 
@@ -34,47 +33,6 @@ constexpr int kMaxRank = 64;
 
 // ---- files ----------------------------------------------------------------------------------------
 
-// A read-only file with bounds-checked positional reads.
-class InFile {
- public:
-  ~InFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Status open(const std::string& path) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Status::io("cannot open '" + path + "': " + std::strerror(errno));
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) return Status::io("cannot stat '" + path + "': " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) return Status::io("'" + path + "' is not a regular file");
-    size_ = static_cast<uint64_t>(st.st_size);
-    return Status();
-  }
-  uint64_t size() const { return size_; }
-  // Reads exactly `n` bytes at `off`; an error (naming `what`) when the file is shorter.
-  Status read_at(uint64_t off, void* dst, size_t n, const char* what) const {
-    if (off > size_ || n > size_ - off)
-      return Status::invalid("'" + path_ + "' is truncated: " + what + " needs " + std::to_string(n) +
-                             " bytes at offset " + std::to_string(off) + " but the file has " +
-                             std::to_string(size_) + " bytes");
-    char* p = static_cast<char*>(dst);
-    while (n > 0) {
-      ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(off));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return Status::io("cannot read '" + path_ + "': " + (r < 0 ? std::strerror(errno) : "short read"));
-      p += r;
-      off += static_cast<uint64_t>(r);
-      n -= static_cast<size_t>(r);
-    }
-    return Status();
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
-};
-
 Status write_file(const std::string& path, const std::string& head, const void* body, size_t body_len) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return Status::io("cannot write '" + path + "': " + std::strerror(errno));
@@ -85,13 +43,6 @@ Status write_file(const std::string& path, const std::string& head, const void* 
   if (!ok) return Status::io("cannot write '" + path + "': " + std::strerror(err ? err : EIO));
   return Status();
 }
-
-uint16_t rd16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t rd32(const unsigned char* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
-}
-uint64_t rd64(const unsigned char* p) { return rd32(p) | (static_cast<uint64_t>(rd32(p + 4)) << 32); }
 
 // ---- the header: a Python dict literal ------------------------------------------------------------
 
@@ -261,7 +212,7 @@ Result<uint64_t> header_total(const unsigned char* p, size_t n, const std::strin
                                " is not supported (1.0, 2.0 and 3.0 are)");
   size_t fixed = *major == 1 ? 10 : 12;
   if (n < fixed) return Status::invalid(label + ": truncated .npy header");
-  uint64_t hlen = *major == 1 ? rd16(p + 8) : rd32(p + 8);
+  uint64_t hlen = *major == 1 ? load_le16(p + 8) : load_le32(p + 8);
   if (hlen > kMaxHeaderLen)
     return Status::invalid(label + ": .npy header claims " + std::to_string(hlen) + " bytes (more than the " +
                            std::to_string(kMaxHeaderLen) + " allowed)");
@@ -415,7 +366,7 @@ Result<std::string> encode_npy(const Tensor& t) {
 
 namespace {
 // Reads and validates the header of an open .npy file (the data is not read).
-Result<NpyHeader> read_header(InFile& f, const std::string& path) {
+Result<NpyHeader> read_header(ReadOnlyFile& f, const std::string& path) {
   unsigned char fixed[12] = {};
   size_t n = static_cast<size_t>(std::min<uint64_t>(f.size(), sizeof fixed));
   FERRY_RETURN_IF_ERROR(f.read_at(0, fixed, n, "the .npy header"));
@@ -431,14 +382,14 @@ Result<NpyHeader> read_header(InFile& f, const std::string& path) {
 }  // namespace
 
 Result<std::vector<int64_t>> read_npy_dims(const std::string& path) {
-  InFile f;
+  ReadOnlyFile f;
   FERRY_RETURN_IF_ERROR(f.open(path));
   FERRY_ASSIGN_OR_RETURN(NpyHeader h, read_header(f, path));
   return h.dims;
 }
 
 Result<Tensor> read_npy(const std::string& path) {
-  InFile f;
+  ReadOnlyFile f;
   FERRY_RETURN_IF_ERROR(f.open(path));
   FERRY_ASSIGN_OR_RETURN(NpyHeader h, read_header(f, path));
   auto t = Tensor::create(h.dtype, h.dims);
@@ -457,156 +408,6 @@ Status write_npy(const std::string& path, const Tensor& t) {
 
 namespace {
 
-struct ZipEntry {
-  std::string name;
-  uint16_t flags = 0, method = 0;
-  uint32_t crc = 0;
-  uint64_t csize = 0, usize = 0, local_offset = 0;
-};
-
-// Applies a central-directory zip64 extra field (id 1) to the sizes and offset saturated at 0xFFFFFFFF.
-Status apply_zip64(const unsigned char* extra, size_t len, ZipEntry& e, bool need_u, bool need_c, bool need_o,
-                   const std::string& label) {
-  size_t pos = 0;
-  while (pos + 4 <= len) {
-    uint16_t id = rd16(extra + pos), sz = rd16(extra + pos + 2);
-    if (pos + 4 + sz > len) break;
-    if (id == 1) {
-      const unsigned char* q = extra + pos + 4;
-      size_t left = sz;
-      auto take = [&](uint64_t& dst) -> bool {
-        if (left < 8) return false;
-        dst = rd64(q);
-        q += 8;
-        left -= 8;
-        return true;
-      };
-      if ((need_u && !take(e.usize)) || (need_c && !take(e.csize)) || (need_o && !take(e.local_offset)))
-        return Status::invalid(label + ": malformed zip64 field for member '" + e.name + "'");
-      return Status();
-    }
-    pos += 4 + sz;
-  }
-  if (need_u || need_c || need_o) return Status::invalid(label + ": member '" + e.name + "' lacks its zip64 sizes");
-  return Status();
-}
-
-Result<std::vector<ZipEntry>> read_central_directory(const InFile& f, const std::string& label) {
-  const std::string not_zip = label + ": not an .npz file (no zip end-of-central-directory record)";
-  if (f.size() < 22) return Status::invalid(not_zip);
-  uint64_t tail_len = std::min<uint64_t>(f.size(), 22 + 65535);
-  std::string tail(tail_len, '\0');
-  FERRY_RETURN_IF_ERROR(f.read_at(f.size() - tail_len, tail.data(), tail_len, "the zip directory"));
-  const auto* t = reinterpret_cast<const unsigned char*>(tail.data());
-  int64_t at = -1;
-  for (int64_t i = static_cast<int64_t>(tail_len) - 22; i >= 0; --i)
-    if (rd32(t + i) == 0x06054b50) {
-      at = i;
-      break;
-    }
-  if (at < 0) return Status::invalid(not_zip);
-  const unsigned char* eocd = t + at;
-  uint64_t count = rd16(eocd + 10), cd_size = rd32(eocd + 12), cd_offset = rd32(eocd + 16);
-  if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
-    uint64_t eocd_pos = f.size() - tail_len + static_cast<uint64_t>(at);
-    unsigned char loc[20], rec[56];
-    if (eocd_pos < 20) return Status::invalid(label + ": zip64 locator missing");
-    FERRY_RETURN_IF_ERROR(f.read_at(eocd_pos - 20, loc, 20, "the zip64 locator"));
-    if (rd32(loc) != 0x07064b50) return Status::invalid(label + ": zip64 locator missing");
-    FERRY_RETURN_IF_ERROR(f.read_at(rd64(loc + 8), rec, 56, "the zip64 directory record"));
-    if (rd32(rec) != 0x06064b50) return Status::invalid(label + ": malformed zip64 directory record");
-    count = rd64(rec + 32);
-    cd_size = rd64(rec + 40);
-    cd_offset = rd64(rec + 48);
-  }
-  if (cd_offset > f.size() || cd_size > f.size() - cd_offset || count > cd_size / 46 + 1)
-    return Status::invalid(label + ": the zip directory points outside the file (corrupt or truncated .npz)");
-  std::string cd(cd_size, '\0');
-  FERRY_RETURN_IF_ERROR(f.read_at(cd_offset, cd.data(), cd_size, "the zip directory"));
-  const auto* p = reinterpret_cast<const unsigned char*>(cd.data());
-  std::vector<ZipEntry> out;
-  size_t pos = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (pos + 46 > cd_size || rd32(p + pos) != 0x02014b50)
-      return Status::invalid(label + ": corrupt zip directory (entry " + std::to_string(i) + ")");
-    const unsigned char* h = p + pos;
-    size_t nlen = rd16(h + 28), elen = rd16(h + 30), clen = rd16(h + 32);
-    if (pos + 46 + nlen + elen + clen > cd_size)
-      return Status::invalid(label + ": corrupt zip directory (entry " + std::to_string(i) + " overruns it)");
-    ZipEntry e;
-    e.flags = rd16(h + 8);
-    e.method = rd16(h + 10);
-    e.crc = rd32(h + 16);
-    e.csize = rd32(h + 20);
-    e.usize = rd32(h + 24);
-    e.local_offset = rd32(h + 42);
-    e.name.assign(reinterpret_cast<const char*>(h + 46), nlen);
-    FERRY_RETURN_IF_ERROR(apply_zip64(h + 46 + nlen, elen, e, e.usize == 0xFFFFFFFF, e.csize == 0xFFFFFFFF,
-                                      e.local_offset == 0xFFFFFFFF, label));
-    out.push_back(std::move(e));
-    pos += 46 + nlen + elen + clen;
-  }
-  return out;
-}
-
-Result<std::string> read_member(const InFile& f, const ZipEntry& e, const std::string& label) {
-  const std::string where = label + ":" + e.name;
-  if (e.flags & 1) return Status::unsupported(where + ": encrypted zip members are not supported");
-  if (e.method != 0 && e.method != 8)
-    return Status::unsupported(where + ": zip compression method " + std::to_string(e.method) +
-                               " is not supported (only stored and deflated)");
-  // The declared size bounds the allocation; a member larger than any tensor we would accept is refused
-  // before we inflate (and cannot turn into a zip bomb).
-  if (e.usize > static_cast<uint64_t>(max_tensor_bytes()) + kMaxHeaderLen + 12)
-    return Status::error(ErrorCode::kOutOfRange, where + ": member claims " + std::to_string(e.usize) +
-                                                     " bytes, more than the per-tensor limit");
-  // Deflate expands at most ~1032:1, so a larger claim is a lie; checking it keeps a corrupt directory
-  // from making us allocate (and zero) gigabytes before inflate notices.
-  if (e.method == 8 && e.usize / 1032 > e.csize + 1)
-    return Status::invalid(where + ": member claims " + std::to_string(e.usize) + " bytes from " +
-                           std::to_string(e.csize) + " deflated bytes (corrupt .npz)");
-  if (e.method == 0 && e.csize != e.usize) return Status::invalid(where + ": stored member sizes disagree");
-  unsigned char lh[30];
-  FERRY_RETURN_IF_ERROR(f.read_at(e.local_offset, lh, 30, "a zip member header"));
-  if (rd32(lh) != 0x04034b50) return Status::invalid(where + ": corrupt zip member header");
-  uint64_t data_at = e.local_offset + 30 + rd16(lh + 26) + rd16(lh + 28);
-  if (data_at > f.size() || e.csize > f.size() - data_at)
-    return Status::invalid(where + ": member data runs past the end of the file (truncated .npz)");
-  std::string packed(e.csize, '\0');
-  FERRY_RETURN_IF_ERROR(f.read_at(data_at, packed.data(), e.csize, "zip member data"));
-  std::string out;
-  if (e.method == 0) {
-    out = std::move(packed);
-  } else {
-    out.assign(e.usize, '\0');
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) return Status::internal("zlib inflateInit2 failed");
-    uint64_t in_left = e.csize, out_left = e.usize;
-    zs.next_in = reinterpret_cast<Bytef*>(packed.data());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    int rc = Z_OK;
-    while (rc == Z_OK) {  // zlib counts in uInt: feed members over 4 GiB in chunks
-      if (zs.avail_in == 0) {
-        zs.avail_in = static_cast<uInt>(std::min<uint64_t>(in_left, 1u << 30));
-        in_left -= zs.avail_in;
-      }
-      if (zs.avail_out == 0) {
-        zs.avail_out = static_cast<uInt>(std::min<uint64_t>(out_left, 1u << 30));
-        out_left -= zs.avail_out;
-      }
-      rc = inflate(&zs, Z_NO_FLUSH);  // Z_BUF_ERROR here: input ran out or output is full (corrupt)
-    }
-    uint64_t produced = zs.total_out;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || produced != e.usize)
-      return Status::invalid(where + ": corrupt deflate data (" +
-                             (rc == Z_STREAM_END ? "size differs from the zip directory" : "stream does not end") + ")");
-  }
-  uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.data()), out.size());
-  if (crc != e.crc) return Status::invalid(where + ": CRC mismatch (the member is corrupt)");
-  return out;
-}
-
 void put16(std::string& s, uint32_t v) {
   s += static_cast<char>(v & 0xff);
   s += static_cast<char>((v >> 8) & 0xff);
@@ -619,16 +420,15 @@ void put32(std::string& s, uint32_t v) {
 }  // namespace
 
 Result<std::vector<std::pair<std::string, Tensor>>> read_npz(const std::string& path) {
-  InFile f;
-  FERRY_RETURN_IF_ERROR(f.open(path));
-  FERRY_ASSIGN_OR_RETURN(std::vector<ZipEntry> entries, read_central_directory(f, path));
+  FERRY_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::open(path, "an .npz"));
   std::vector<std::pair<std::string, Tensor>> out;
   std::set<std::string> seen;
-  for (const ZipEntry& e : entries) {
+  for (const ZipMember& e : zip.members()) {
     if (e.name.size() < 4 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0) continue;
     std::string key = e.name.substr(0, e.name.size() - 4);
     if (!seen.insert(key).second) return Status::invalid(path + ": array '" + key + "' appears twice");
-    FERRY_ASSIGN_OR_RETURN(std::string bytes, read_member(f, e, path));
+    FERRY_ASSIGN_OR_RETURN(std::string bytes,
+                           zip.read(e, static_cast<uint64_t>(max_tensor_bytes()) + kMaxHeaderLen + 12));
     FERRY_ASSIGN_OR_RETURN(Tensor t, decode_npy(bytes.data(), bytes.size(), path + ":" + e.name));
     out.emplace_back(std::move(key), std::move(t));
   }

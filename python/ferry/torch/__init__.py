@@ -6,6 +6,7 @@
     print(report.first_divergent, report.keep_fp32_proposal)
     fast = ferry.torch.to_target(model, example, target="ascend310p")    # model.to('npu'), for ferry
     out = fast(example)
+    ferry.torch.audit(model, "checkpoint.pth")                           # keys that would not load, and why
 
 Everything starts from ``export``: the module to ONNX with a *module map* in the model's metadata
 (module path, class, aten op and source line of every node; state_dict key of every weight), so
@@ -20,6 +21,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
         "(pip install torch; the project venv gets it from scripts/setup.sh). "
         "The rest of ferry (ferry.Session, ferry.check, ...) works without it.") from _e
 
+from .audit import audit
 from .check import ModuleCheckReport, ModuleFindings, NodeFinding, check
 from .compare import compare
 from .compare_report import ModuleCompareReport, ModuleRow, OutputRow
@@ -31,6 +33,7 @@ from .module_map import ModuleMap, load_module_map
 from .to_target import TargetModule, to_target
 
 __all__ = [
+    "audit",
     "export", "ExportResult", "ModuleMap", "load_module_map",
     "check", "ModuleCheckReport", "ModuleFindings", "NodeFinding",
     "compare", "ModuleCompareReport", "ModuleRow", "OutputRow", "TensorMetrics", "Thresholds",

@@ -40,8 +40,21 @@ def build_module_map(model, module) -> ModuleMap:
         "tensors": {out: scopes[i].module for i, node in enumerate(graph.node) for out in node.output if out},
         "initializers": initializers,
         "absorbed": _absorbed(nodes, modules),
+        "state": _state_signature(module),
     }
     return ModuleMap(data)
+
+
+def _state_signature(module) -> Dict[str, dict]:
+    """Every state_dict entry's shape, dtype and module class: what a checkpoint for this model must hold
+    (``ferry weights audit`` reads it; folded BatchNorm statistics have no initializer to tell)."""
+    classes = {name: type(m).__name__ for name, m in module.named_modules()}
+    out = {}
+    for key, tensor in module.state_dict().items():
+        owner = key.rsplit(".", 1)[0] if "." in key else ""
+        out[key] = {"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""),
+                    "class": classes.get(owner, "")}
+    return out
 
 
 def _add_weight_aliases(graph, initializers: Dict[str, dict], module) -> None:

@@ -13,7 +13,8 @@ JSON string), so every later step (check, compare, a user's own script) can spea
                                  "source": "/x/resnet.py:92", "fused": ["layer1.0.conv1"]}, ...},
      "tensors": {"getitem_3": "layer1.0.bn1", ...},
      "initializers": {"layer1.0.conv1.weight": {"key": "layer1.0.conv1.weight", "match": "folded"}, ...},
-     "absorbed": {"layer1.0.conv1": "layer1.0.bn1"}}
+     "absorbed": {"layer1.0.conv1": "layer1.0.bn1"},
+     "state": {"layer1.0.bn1.running_mean": {"shape": [64], "dtype": "float32", "class": "BatchNorm2d"}, ...}}
 
 A module's *boundary* is the ONNX tensor holding its output: among the tensors its subtree's nodes
 produce and something outside the subtree reads (or that are graph outputs), the one produced last.
@@ -25,6 +26,9 @@ where a module returns a tuple whose first tensor is not the last one computed.
 
 *Execution order* is the order in which modules finish (a child before its parent), which is the
 order forward hooks fire and the order a first divergence shows up in.
+
+*State* is every ``state_dict`` entry with its shape, dtype and the class of the module owning it: what
+a checkpoint for this model must hold (``ferry weights audit``), including what the exporter folded away.
 
 *Absorbed* modules have no node of their own: the exporter folded them into another module's node
 (dynamo's optimizer folds BatchNorm into the preceding Conv and files the Conv under the BatchNorm's
