@@ -61,6 +61,12 @@ if ! "$venv/bin/python" -c "import torch, torchvision, onnxscript" 2>/dev/null; 
   echo "setup: installing torch, torchvision and onnxscript into $venv (about 5 GB)"
   "$venv/bin/pip" install -q --disable-pip-version-check torch torchvision onnxscript
 fi
+# PyPI's MindSpore (CPU wheel, about 800 MB) for the PyTorch -> MindSpore weights route: its test builds
+# a ResNet in MindSpore and loads the checkpoint ferry converted (python/tests/test_torch_mindspore.py).
+if ! "$venv/bin/python" -c "import mindspore" 2>/dev/null; then
+  echo "setup: installing mindspore into $venv (about 800 MB)"
+  "$venv/bin/pip" install -q --disable-pip-version-check mindspore
+fi
 # The ferry package itself, editable (pyproject.toml): python/ferry from the source tree and the
 # extension module from build/, the tree scripts/build.sh builds. build.sh runs first so the C++ build
 # shows its progress (the first time takes about 15 minutes on 2 cores); pip then configures the same

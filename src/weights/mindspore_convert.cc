@@ -65,22 +65,22 @@ struct Mapper {
     }
   }
 
-  // What is left is paired in order: the n-th unmatched target with the next unmatched source after
-  // the previous pair that has its shape and role (module names differ between the two codebases,
-  // their order and shapes do not).
+  // What is left is paired in order within each (role, shape) class: the n-th unmatched target that is
+  // a [64] scale takes the n-th unmatched source that is a [64] scale. Module names differ between
+  // the two codebases; the order of modules and the shapes do not (the order of parameters inside a
+  // module may: MindSpore's BatchNorm lists its moving statistics before gamma and beta).
   void by_position() {
-    size_t next = 0;
+    std::map<std::pair<std::string, std::vector<int64_t>>, std::vector<size_t>> queues;
+    for (size_t s = 0; s < sources.size(); ++s)
+      if (source_used[s] < 0) queues[{role_of(source_keys[s]), sources[s]->value.dims()}].push_back(s);
+    std::map<std::pair<std::string, std::vector<int64_t>>, size_t> taken;
     for (size_t i = 0; i < targets.size(); ++i) {
-      if (target_source[i].first != std::string::npos) continue;
-      for (size_t s = next; s < sources.size(); ++s) {
-        if (source_used[s] >= 0 || !fits(targets[i], sources[s]->value) || !targets[i].has_dims ||
-            role_of(targets[i].key) != role_of(source_keys[s]))
-          continue;
-        take(i, s, "by position (the next unmatched " + role_of(targets[i].key) + " of shape " +
-                       dims_to_string(targets[i].dims) + ")");
-        next = s + 1;
-        break;
-      }
+      if (target_source[i].first != std::string::npos || !targets[i].has_dims) continue;
+      auto cls = std::make_pair(role_of(targets[i].key), targets[i].dims);
+      auto q = queues.find(cls);
+      size_t& n = taken[cls];
+      if (q == queues.end() || n >= q->second.size()) continue;
+      take(i, q->second[n++], "by position (the next unmatched " + cls.first + " of shape " + dims_to_string(cls.second) + ")");
     }
   }
 
