@@ -66,6 +66,17 @@ def peer_profile(a, runtime, model, inputs, out):
         return json.load(f)
 
 
+def profiles(a, model, info):
+    """(ferry's profile, {peer: its profile}) on the same random inputs; RuntimeError names what failed."""
+    with tempfile.TemporaryDirectory(prefix="ferry-breakdown-") as tmp:
+        inputs = os.path.join(tmp, "inputs.npz")
+        run([venv_python(), "-s", "-E", PEER_SCRIPT, "inputs", model, info, str(a.batch), inputs], "inputs")
+        prof = ferry_profile(a, model, info, inputs, os.path.join(tmp, "ferry.json"))
+        peers = {r: peer_profile(a, r, model, inputs, os.path.join(tmp, r + ".json"))
+                 for r in PEERS if not (r == "openvino" and getattr(a, "no_openvino", False))}
+    return prof, peers
+
+
 def by_type(nodes, ms_key="ms", type_key="type"):
     totals = {}
     for n in nodes:
@@ -147,15 +158,10 @@ def main():
     a = ap.parse_args()
     model, info = resolve(a.model, a.info)
     name = a.model if not a.model.endswith(".onnx") else os.path.basename(a.model)
-    with tempfile.TemporaryDirectory(prefix="ferry-breakdown-") as tmp:
-        inputs = os.path.join(tmp, "inputs.npz")
-        try:
-            run([venv_python(), "-s", "-E", PEER_SCRIPT, "inputs", model, info, str(a.batch), inputs], "inputs")
-            prof = ferry_profile(a, model, info, inputs, os.path.join(tmp, "ferry.json"))
-            peers = {r: peer_profile(a, r, model, inputs, os.path.join(tmp, r + ".json"))
-                     for r in PEERS if not (r == "openvino" and a.no_openvino)}
-        except RuntimeError as e:
-            sys.exit("breakdown: error: %s: %s" % (name, e))
+    try:
+        prof, peers = profiles(a, model, info)
+    except RuntimeError as e:
+        sys.exit("breakdown: error: %s: %s" % (name, e))
     print(report(a, name, prof, peers))
     if a.json:
         with open(a.json, "w") as f:
