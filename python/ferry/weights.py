@@ -2,6 +2,7 @@
 
     tensors = ferry.weights.load("resnet18.pth")           # {state_dict key: numpy array}
     report = ferry.weights.audit("resnet18.onnx", "resnet18.pth")
+    ferry.weights.refit("resnet18.onnx", "trained.pth", "trained.onnx")  # new weights, folds redone
     print(report)                                          # each finding with its module and key
     assert report.clean, report.findings
 
@@ -80,6 +81,33 @@ def audit_params(params: Iterable[ParamSpec], checkpoint: PathLike) -> WeightsAu
     """Audits ``checkpoint`` against a parameter list: (key, shape or None, dtype name or None, module class)."""
     data, text = _ferry._audit_params(os.fspath(checkpoint), _specs(params))
     return WeightsAudit(json.loads(data), text)
+
+
+class RefitReport(Report):
+    """``ferry refit``: how many weights were replaced, transposed and refolded, and what was not touched."""
+
+    def __init__(self, data: Dict[str, Any], text: str) -> None:
+        super().__init__(data)
+        self._text = text
+
+    @property
+    def output(self) -> str:
+        return self._data["output"]
+
+    @property
+    def untouched(self) -> List[str]:
+        """Float initializers tied to no state_dict key (the exporter's own constants)."""
+        return self._data["untouched"]
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def refit(model: PathLike, checkpoint: PathLike, out: PathLike) -> RefitReport:
+    """``ferry refit MODEL --weights CHECKPOINT -o OUT``: the checkpoint's weights put into an exported model
+    (an .onnx from ferry.torch.export) through its module map; OUT is an .onnx, or a .ferry (compiled)."""
+    data, text = _ferry._refit(os.fspath(model), os.fspath(checkpoint), os.fspath(out))
+    return RefitReport(json.loads(data), text)
 
 
 def _specs(params: Iterable[ParamSpec]) -> List[tuple]:

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "tools/refit.h"
 #include "tools/weights.h"
 #include "weights/audit.h"
 #include "weights/checkpoint.h"
@@ -79,12 +80,27 @@ py::tuple convert_mindspore(const std::string& checkpoint, const std::vector<Par
   return py::make_tuple(tools::conversion_to_json(c, output).dump(), tools::conversion_to_text(c, output));
 }
 
+py::tuple refit(const std::string& model, const std::string& checkpoint, const std::string& output) {
+  tools::RefitRequest req;
+  req.model = model;
+  req.checkpoint = checkpoint;
+  req.output = output;
+  Result<tools::RefitReport> r = Status::internal("not run");
+  {
+    py::gil_scoped_release nogil;
+    r = tools::refit_model(req);
+  }
+  tools::RefitReport rep = unwrap(std::move(r));
+  return py::make_tuple(tools::refit_to_json(rep).dump(), tools::refit_to_text(rep));
+}
+
 }  // namespace
 
 void register_weights(py::module_& m) {
   m.def("_read_checkpoint", &read_checkpoint_py, py::arg("path"));
   m.def("_audit_params", &audit_params, py::arg("checkpoint"), py::arg("params"));
   m.def("_audit_model", &audit_model, py::arg("model"), py::arg("checkpoint"));
+  m.def("_refit", &refit, py::arg("model"), py::arg("checkpoint"), py::arg("output"));
   m.def("_convert_mindspore", &convert_mindspore, py::arg("checkpoint"), py::arg("params"), py::arg("output"));
 }
 

@@ -24,6 +24,7 @@ CommandFn add_migrate_command(CLI::App& app);
 CommandFn add_profile_command(CLI::App& app);
 CommandFn add_check_command(CLI::App& app);
 CommandFn add_weights_command(CLI::App& app);
+CommandFn add_refit_command(CLI::App& app);
 
 // Lower bounds for numeric flags, rejected as "--batch: must be 1 or more" (CLI11 prefixes the flag).
 // CLI::PositiveNumber and CLI::NonNegativeNumber instead print their range up to DBL_MAX, 300 digits.

@@ -43,6 +43,7 @@ int run_main(int argc, char** argv) {
   CommandFn profile = add_profile_command(app);
   CommandFn check = add_check_command(app);
   CommandFn weights = add_weights_command(app);
+  CommandFn refit = add_refit_command(app);
   if (auto bad = unknown_command_error(app, argc, argv)) {
     std::fprintf(stderr, "error: %s\nRun 'ferry --help' for usage.\n", bad->c_str());
     return 2;
@@ -73,6 +74,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("profile")) return profile();
   if (app.got_subcommand("check")) return check();
   if (app.got_subcommand("weights")) return weights();
+  if (app.got_subcommand("refit")) return refit();
   return 2;  // unreachable: require_subcommand(1)
 }
 

@@ -61,6 +61,13 @@ bool looks_like_state_key(const std::string& name) {
 
 }  // namespace
 
+Result<std::vector<weights::ExpectedParam>> expected_params_from_map(const nlohmann::json& map, const std::string& where) {
+  if (!map.is_object() || !map.contains("state") || !map["state"].is_object())
+    return Status::invalid(where + ": the module map has no state signature (exported before ferry recorded it); "
+                                   "export the model again with ferry.torch.export");
+  return from_state_signature(map["state"], where);
+}
+
 Result<std::vector<weights::ExpectedParam>> expected_params(const ir::Model& model, std::vector<std::string>& notes) {
   auto it = model.metadata.find(kModuleMapKey);
   if (it != model.metadata.end()) {

@@ -16,6 +16,10 @@ namespace ferry::tools {
 // says which, and what that source cannot see.
 Result<std::vector<weights::ExpectedParam>> expected_params(const ir::Model& model, std::vector<std::string>& notes);
 
+// The parameters a module map (the JSON ferry.torch.export stores under "ferry.module_map") lists in
+// its "state" signature; an error when it has none. `where` names the model in errors.
+Result<std::vector<weights::ExpectedParam>> expected_params_from_map(const nlohmann::json& map, const std::string& where);
+
 // Audits CHECKPOINT against MODEL (.onnx or .ferry).
 Result<weights::AuditReport> audit_weights(const std::string& model_path, const std::string& checkpoint_path);
 

@@ -164,7 +164,7 @@ AuditReport audit_checkpoint(const Checkpoint& ck, const std::vector<ExpectedPar
                           stat ? "BatchNorm running statistics absent from the checkpoint: the layer would normalize "
                                  "with its initial mean 0 / variance 1"
                                : "not in the checkpoint: the parameter would keep its initial (random) value",
-                          ""});
+                          "", true});
   }
   for (const CheckpointTensor* t : extra)
     r.findings.push_back({FindingKind::kUnexpected, t->key, module_of(t->key),

@@ -35,6 +35,7 @@ struct AuditFinding {
   std::string module;      // "layer1.0.bn1"
   std::string detail;      // what differs, in words
   std::string checkpoint_key;  // kRenamed: the checkpoint's key
+  bool absent = false;         // the model's key is not in the checkpoint (kMissing, kBnStats when absent)
 };
 
 struct AuditReport {

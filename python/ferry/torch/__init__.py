@@ -21,7 +21,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
         "(pip install torch; the project venv gets it from scripts/setup.sh). "
         "The rest of ferry (ferry.Session, ferry.check, ...) works without it.") from _e
 
-from .audit import audit
+from .audit import audit, refit
 from .check import ModuleCheckReport, ModuleFindings, NodeFinding, check
 from .compare import compare
 from .compare_report import ModuleCompareReport, ModuleRow, OutputRow
@@ -33,7 +33,7 @@ from .module_map import ModuleMap, load_module_map
 from .to_target import TargetModule, to_target
 
 __all__ = [
-    "audit",
+    "audit", "refit",
     "export", "ExportResult", "ModuleMap", "load_module_map",
     "check", "ModuleCheckReport", "ModuleFindings", "NodeFinding",
     "compare", "ModuleCompareReport", "ModuleRow", "OutputRow", "TensorMetrics", "Thresholds",

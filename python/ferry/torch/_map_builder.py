@@ -48,12 +48,15 @@ def build_module_map(model, module) -> ModuleMap:
 def _state_signature(module) -> Dict[str, dict]:
     """Every state_dict entry's shape, dtype and module class: what a checkpoint for this model must hold
     (``ferry weights audit`` reads it; folded BatchNorm statistics have no initializer to tell)."""
-    classes = {name: type(m).__name__ for name, m in module.named_modules()}
+    modules = dict(module.named_modules())
     out = {}
     for key, tensor in module.state_dict().items():
-        owner = key.rsplit(".", 1)[0] if "." in key else ""
-        out[key] = {"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""),
-                    "class": classes.get(owner, "")}
+        owner = modules.get(key.rsplit(".", 1)[0] if "." in key else "")
+        entry = {"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""),
+                 "class": type(owner).__name__ if owner is not None else ""}
+        if isinstance(getattr(owner, "eps", None), float):  # normalization layers: refit refolds with it
+            entry["eps"] = owner.eps
+        out[key] = entry
     return out
 
 

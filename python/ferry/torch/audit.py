@@ -27,3 +27,18 @@ def audit(module_or_model: Union[torch.nn.Module, str, os.PathLike], checkpoint)
     signature = _state_signature(module_or_model)
     params = [(key, s["shape"], s["dtype"], s["class"]) for key, s in signature.items()]
     return weights.audit_params(params, checkpoint)
+
+
+def refit(model: Union[str, os.PathLike], weights_or_module, out: Union[str, os.PathLike]) -> weights.RefitReport:
+    """Puts new weights into ``model`` (an .onnx from ferry.torch.export): a checkpoint path, a state_dict or
+    an nn.Module (its state_dict). OUT is an .onnx, or a .ferry (compiled). A model exported once and refitted
+    with the trained weights gives the outputs a fresh export of the trained model gives."""
+    import tempfile
+
+    if isinstance(weights_or_module, (str, os.PathLike)):
+        return weights.refit(model, weights_or_module, out)
+    state = weights_or_module.state_dict() if isinstance(weights_or_module, torch.nn.Module) else weights_or_module
+    with tempfile.TemporaryDirectory(prefix="ferry-refit-") as tmp:
+        path = os.path.join(tmp, "weights.pth")
+        torch.save(dict(state), path)
+        return weights.refit(model, path, out)
