@@ -74,17 +74,18 @@ def compare(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, gold
             keep_fp32: Optional[Sequence[str]] = None, opt_level: int = 2, backend: str = "cpu",
             threads: Optional[int] = None, shapes: Shapes = None, seed: int = 0, layerwise: bool = False,
             single_op: bool = False, ranges: bool = False, cosine: float = 0.99, rel_euclid: float = 0.05,
-            atol: float = 1e-4, rtol: float = 1e-3) -> CompareReport:
+            atol: float = 1e-4, rtol: float = 1e-3, repro: Optional[PathLike] = None) -> CompareReport:
     """``ferry compare MODEL``: the model under these options against a golden ("reference", "onnxruntime",
     a folder of .npy files, or another model file), per output and with ``layerwise`` per ONNX tensor.
 
     inputs: arrays by input name; inputs not given are made up from ``seed`` (as the CLI's).
+    repro: a folder for a standalone reproduction of the first divergent node (``--repro DIR``).
     """
     candidate = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None)
     thresholds = {"cosine": cosine, "rel_euclid": rel_euclid, "atol": atol, "rtol": rtol}
     with _InputFiles(inputs) as files:
         text = _ferry._compare(os.fspath(model), golden, candidate, files.files, _shapes(shapes), seed,
-                               layerwise, single_op, ranges, thresholds)
+                               layerwise, single_op, ranges, thresholds, os.fspath(repro) if repro else "")
     return CompareReport(json.loads(text))
 
 

@@ -56,7 +56,8 @@ std::string compile_json(const std::string& model, const std::string& output, co
 std::string compare_json(const std::string& model, const std::string& golden, const py::dict& candidate,
                          const std::map<std::string, std::string>& files,
                          const std::map<std::string, std::vector<int64_t>>& shapes, uint64_t seed, bool layerwise,
-                         bool single_op, bool ranges, const std::map<std::string, double>& thresholds) {
+                         bool single_op, bool ranges, const std::map<std::string, double>& thresholds,
+                         const std::string& repro) {
   tools::compare::CompareOptions o;
   o.model = model;
   o.candidate = session_options(candidate);
@@ -65,6 +66,7 @@ std::string compare_json(const std::string& model, const std::string& golden, co
   o.layerwise = layerwise;
   o.single_op = single_op;
   o.ranges = ranges;
+  o.repro_dir = repro;
   for (const auto& [k, v] : thresholds) {
     if (k == "cosine") o.thresholds.cosine_min = v;
     else if (k == "rel_euclid") o.thresholds.rel_euclid_max = v;
@@ -114,7 +116,7 @@ void register_tools(py::module_& m) {
   m.def("_compile", &compile_json, py::arg("model"), py::arg("output"), py::arg("options"), py::arg("dynamic_batch"));
   m.def("_compare", &compare_json, py::arg("model"), py::arg("golden"), py::arg("candidate"), py::arg("files"),
         py::arg("shapes"), py::arg("seed"), py::arg("layerwise"), py::arg("single_op"), py::arg("ranges"),
-        py::arg("thresholds"));
+        py::arg("thresholds"), py::arg("repro") = "");
   m.def("_bench", &bench_json, py::arg("model"), py::arg("session"), py::arg("batches"), py::arg("files"),
         py::arg("shapes"), py::arg("warmup"), py::arg("iterations"), py::arg("duration"), py::arg("peers"),
         py::arg("rounds"));

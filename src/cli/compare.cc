@@ -1,5 +1,5 @@
 // `ferry compare MODEL [--golden reference|onnxruntime|DIR|MODEL2] [--candidate DIR] [input flags]
-// [session flags] [--layerwise] [--single-op] [--ranges] [--atol A --rtol R] [--cosine C --rel-euclid E]
+// [session flags] [--layerwise] [--single-op] [--ranges] [--repro DIR] [--atol A --rtol R] [--cosine C --rel-euclid E]
 // [--json FILE] [--csv FILE]`: how far the candidate is from the golden, per output and per ONNX
 // tensor; exit 0 when every output passes, 3 when one does not (1: error, 2: usage).
 #include <cstdio>
@@ -28,7 +28,7 @@ struct CompareArgs {
   SessionFlags session;
   bool layerwise = false, single_op = false, ranges = false;
   tools::compare::Thresholds th;
-  std::string json, csv;
+  std::string json, csv, repro;
 };
 
 Status write_file(const std::string& path, const std::string& text) {
@@ -53,6 +53,7 @@ int run_compare_cmd(const CompareArgs& a) {
   o.layerwise = a.layerwise;
   o.single_op = a.single_op;
   o.ranges = a.ranges;
+  o.repro_dir = a.repro;
   o.thresholds = a.th;
   o.progress = progress;
   // The golden and the candidate both open the model: it is read and imported once.
@@ -103,6 +104,11 @@ CommandFn add_compare_command(CLI::App& app) {
   cmd->add_flag("--ranges", a->ranges,
                 "record each golden tensor's min/max/absmax and the fraction outside fp16's range or below its "
                 "smallest normal, and name the tensors that would overflow or flush in fp16/bf16");
+  cmd->add_option("--repro", a->repro,
+                  "write a standalone reproduction of the first divergent node to DIR: the subgraph as .onnx with its "
+                  "weights, its inputs (golden values) as .npz, the golden output, and a README.md with the metrics and "
+                  "the one `ferry compare` command that reproduces them (implies --layerwise)")
+      ->type_name("DIR");
   cmd->add_option("--cosine", a->th.cosine_min, "pass threshold: cosine similarity at least C (default 0.99)")
       ->check(CLI::Range(-1.0, 1.0))
       ->type_name("C");

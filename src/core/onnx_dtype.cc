@@ -15,6 +15,14 @@ const char* onnx_type_name(int64_t code) {
   return "unknown";
 }
 
+Result<int> onnx_code_of(DType t) {
+  for (int code : {1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16}) {
+    auto d = dtype_from_onnx(code);
+    if (d.ok() && *d == t) return code;
+  }
+  return Status::invalid("dtype " + std::string(dtype_name(t)) + " has no ONNX element type");
+}
+
 Result<DType> dtype_from_onnx(int64_t code) {
   switch (code) {
     case 1: return DType::kFloat32;

@@ -86,6 +86,11 @@ std::string isa_name(dnnl::cpu_isa isa) {
 
 }  // namespace
 
+std::string cpu_model_name() {
+  const std::string info = read_file("/proc/cpuinfo");
+  return info.empty() ? "unknown (no /proc/cpuinfo)" : cpuinfo_field(info, "model name");
+}
+
 DoctorReport run_doctor(const backends::CpuOptions& cpu) {
   DoctorReport r;
   auto add = [&](std::string area, std::string name, std::string value, bool ok = true, std::string hint = "") {
@@ -94,7 +99,7 @@ DoctorReport run_doctor(const backends::CpuOptions& cpu) {
 
   // CPU and cores.
   const std::string info = read_file("/proc/cpuinfo");
-  add("cpu", "model", info.empty() ? "unknown (no /proc/cpuinfo)" : cpuinfo_field(info, "model name"));
+  add("cpu", "model", cpu_model_name());
   cpu_set_t set;
   CPU_ZERO(&set);
   const int usable = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));

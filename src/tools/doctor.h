@@ -29,6 +29,8 @@ struct DoctorReport {
 // Reads /proc, the CPU, oneDNN, OpenMP and runs the venv python once (a few hundred ms).
 // `cpu`: the kernel choices to report (what `auto` picks on this machine, or what a --cpu-* flag forces).
 DoctorReport run_doctor(const backends::CpuOptions& cpu = {});
+// This machine's CPU as /proc/cpuinfo names it ("Intel(R) Xeon(R) Processor"), for reports.
+std::string cpu_model_name();
 std::string format_doctor(const DoctorReport& r);
 nlohmann::json doctor_to_json(const DoctorReport& r);
 

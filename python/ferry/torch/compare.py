@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -214,7 +215,7 @@ def compare(module, example_inputs: Any, target: str = "cpu", precision: Optiona
             cosine_min: float = 0.99, rel_euclid_max: float = 0.05, strict: bool = False,
             workdir: Optional[str] = None, opt_level: int = 1, ideal: bool = True, dynamo: bool = True,
             opset: Optional[int] = None, perturb: Optional[Perturb] = None,
-            threads: Optional[int] = None) -> ModuleCompareReport:
+            threads: Optional[int] = None, repro: Optional[str] = None) -> ModuleCompareReport:
     """Compares ferry's run of ``module`` on ``target`` against the module's own eager outputs, module
     by module (the module docstring gives the steps).
 
@@ -234,6 +235,10 @@ def compare(module, example_inputs: Any, target: str = "cpu", precision: Optiona
         perturb: ``perturb(onnx_model, module_map)`` edits the exported model before ferry runs it
             (plants a fault: faults.perturb_module_weights).
         threads: ferry's kernel threads.
+        repro: a folder for the evidence a vendor needs: the first divergent ONNX node cut out as a
+            standalone .onnx with its inputs, golden output and the ``ferry compare`` command that
+            reproduces it (``ferry compare --repro``; the golden is the unperturbed export under
+            ``perturb``, else the fp32 reference run of the same model).
 
     Returns:
         ModuleCompareReport.
@@ -243,7 +248,10 @@ def compare(module, example_inputs: Any, target: str = "cpu", precision: Optiona
     with work_folder(workdir, "ferry-compare-") as work:
         exp = export(module, args, os.path.join(work, "model.onnx"), dynamo=dynamo, opset=opset)
         mm = exp.module_map
+        clean = None
         if perturb is not None:
+            clean = os.path.join(work, "unperturbed.onnx")
+            shutil.copyfile(exp.path, clean)
             _apply_perturb(exp.path, mm, perturb)
         prec = _runtime.target_precision(exp.path, target, precision)
         keep_nodes = mm.node_names_for(keep_fp32 or [])
@@ -259,10 +267,25 @@ def compare(module, example_inputs: Any, target: str = "cpu", precision: Optiona
         mark_origins(_graph(exp.path), mm, rows)
         modules, nodes = keep_proposal(mm, rows)
         info = session.info
+        bundle = None
+        if repro is not None:
+            bundle = _repro(exp.path, clean, session, args, target, prec, keep_nodes, opt_level, th, repro)
         return ModuleCompareReport(
             model=type(module).__name__, target=target, target_label=info.get("target", ""), precision=prec,
             ideal_precision=ideal_run.precision, ideal_error=ideal_run.error, thresholds=th,
             exporter=exp.exporter, opt_level=opt_level, modules=rows,
             outputs=_output_rows([o.name for o in session.get_outputs()], outputs, golden, ideal_run, th),
             keep_fp32=keep_nodes, keep_fp32_proposal=nodes, keep_fp32_modules=modules,
-            unmatched_keep_fp32=list(info.get("unmatched_keep_fp32", [])))
+            unmatched_keep_fp32=list(info.get("unmatched_keep_fp32", [])), repro=bundle)
+
+
+def _repro(model: str, clean: Optional[str], session, args, target, precision, keep_nodes, opt_level, th,
+           folder: str) -> Optional[dict]:
+    """``ferry compare --repro`` on the exported model: node-level evidence for the first divergence."""
+    from ..tools import compare as ferry_compare
+
+    feeds = _runtime.feeds_for(session, _runtime.input_arrays(args))
+    rep = ferry_compare(model, feeds, golden=clean or "reference", target=target, precision=precision,
+                        keep_fp32=keep_nodes or None, opt_level=opt_level, cosine=th.cosine_min,
+                        rel_euclid=th.rel_euclid_max, repro=folder)
+    return rep.to_dict().get("repro")

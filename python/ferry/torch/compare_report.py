@@ -88,6 +88,9 @@ class ModuleCompareReport:
     keep_fp32_proposal: List[str] = field(default_factory=list)  # ONNX node names to keep next time
     keep_fp32_modules: List[str] = field(default_factory=list)  # the same as module paths
     unmatched_keep_fp32: List[str] = field(default_factory=list)
+    # compare(repro=DIR): {"dir", "command"} of the bundle for the first divergent node (None: not asked
+    # or nothing diverged)
+    repro: Optional[dict] = None
 
     @property
     def first_divergent(self) -> Optional[str]:

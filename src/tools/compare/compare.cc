@@ -12,6 +12,7 @@
 #include "core/npy.h"
 #include "core/shape.h"
 #include "tools/compare/compare_internal.h"
+#include "tools/compare/repro.h"
 
 namespace ferry::tools::compare {
 
@@ -146,7 +147,7 @@ CompareReport start_report(const CompareOptions& o) {
   rep.golden = describe(o.golden);
   rep.thresholds = o.thresholds;
   rep.single_op = o.single_op;
-  rep.layerwise = o.layerwise || o.single_op;
+  rep.layerwise = o.layerwise || o.single_op || !o.repro_dir.empty();
   rep.ranges = o.ranges;
   return rep;
 }
@@ -366,6 +367,21 @@ void range_rows(const Comparison& c, CompareReport& rep) {
   }
 }
 
+// --repro: the bundle of the first divergent node, or a note saying there is none.
+Status repro(const Comparison& c, CompareReport& rep) {
+  if (!rep.first_divergent) {
+    rep.notes.push_back("--repro " + c.o.repro_dir + ": nothing written, no tensor diverged");
+    return Status();
+  }
+  if (!c.is_onnx) return Status::unsupported("--repro cuts the divergent node out of an .onnx model; this is a .ferry file");
+  c.progress("writing the repro bundle to " + c.o.repro_dir + " ...");
+  FERRY_ASSIGN_OR_RETURN(ReproBundle b, write_repro(c.o.model, *c.original->graph, rep.layers[*rep.first_divergent],
+                                                    c.golden, c.o.candidate, c.o.repro_dir));
+  rep.repro_dir = b.dir;
+  rep.repro_command = b.command;
+  return Status();
+}
+
 // What the advisor needs beyond the rows (how large the golden is where the candidate first went
 // non-finite), the last note, then the advisor.
 void finish_report(const Comparison& c, CompareReport& rep) {
@@ -402,6 +418,7 @@ Result<CompareReport> run_compare(const CompareOptions& o) {
   find_first_divergence(c, rep);
   if (o.single_op && c.cand_runner) FERRY_RETURN_IF_ERROR(single_op_rows(c, by_onnx, rep));
   if (o.ranges) range_rows(c, rep);
+  if (!o.repro_dir.empty()) FERRY_RETURN_IF_ERROR(repro(c, rep));
   finish_report(c, rep);
   return rep;
 }

@@ -51,6 +51,8 @@ struct CompareOptions {
   bool single_op = false;  // implies layerwise
   bool ranges = false;
   Thresholds thresholds;
+  // --repro DIR: a standalone reproduction of the first divergent node (repro.h); implies layerwise.
+  std::string repro_dir;
   std::function<void(const std::string&)> progress;
 };
 
@@ -114,6 +116,8 @@ struct CompareReport {
   std::optional<double> first_nonfinite_golden_absmax;  // the golden's absmax at the first of them
   std::vector<AdvisorNote> advisor;
   std::vector<std::string> notes;
+  // --repro: where the bundle went and the command that reproduces the divergence ("" when none).
+  std::string repro_dir, repro_command;
   bool pass() const;  // every output passes
 };
 

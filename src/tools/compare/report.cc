@@ -145,6 +145,7 @@ nlohmann::json report_to_json(const CompareReport& r) {
   j["advisor"] = nlohmann::json::array();
   for (const AdvisorNote& a : r.advisor) j["advisor"].push_back({{"kind", a.kind}, {"message", a.message}});
   j["notes"] = r.notes;
+  if (!r.repro_dir.empty()) j["repro"] = {{"dir", r.repro_dir}, {"command", r.repro_command}};
   return j;
 }
 
@@ -278,6 +279,9 @@ std::string format_report(const CompareReport& r) {
     o << "\n";
   }
   for (const std::string& n : r.notes) o << "note: " << n << "\n";
+  if (!r.repro_dir.empty())
+    o << "repro: the first divergent node, standalone, in " << r.repro_dir << " (README.md); reproduce with: cd "
+      << r.repro_dir << " && " << r.repro_command << "\n";
   for (const AdvisorNote& a : r.advisor) o << "advisor: " << a.message << "\n";
   o << "result: " << (r.pass() ? "PASS" : "FAIL") << " (" << r.outputs.size() << " output(s))\n";
   return o.str();
