@@ -18,18 +18,14 @@ import os
 from typing import Any, Dict, List, Union
 
 from . import _ferry
-from .reports import Report
+from .reports import TextReport
 from .weights import WeightsAudit
 
 PathLike = Union[str, os.PathLike]
 
 
-class Conversion(Report):
+class Conversion(TextReport):
     """``ferry weights convert --to mindspore``: the mapping key by key and the audit of the result."""
-
-    def __init__(self, data: Dict[str, Any], text: str) -> None:
-        super().__init__(data)
-        self._text = text
 
     @property
     def mapping(self) -> List[Dict[str, str]]:
@@ -44,8 +40,6 @@ class Conversion(Report):
     def output(self) -> str:
         return self._data["output"]
 
-    def __str__(self) -> str:
-        return self._text
 
 
 def parameters(net: Any) -> List[tuple]:

@@ -33,6 +33,17 @@ class Report:
         return f"<{type(self).__name__} {keys} ...>"
 
 
+class TextReport(Report):
+    """A report that also carries the CLI's printed text, which ``str()`` returns."""
+
+    def __init__(self, data: Dict[str, Any], text: str = "") -> None:
+        super().__init__(data)
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+
 class CheckReport(Report):
     """``ferry check``: where each node runs on the target and why."""
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _ferry
-from .reports import Report
+from .reports import TextReport
 
 PathLike = Union[str, os.PathLike]
 # (state_dict key, shape or None, dtype name or None, module class or "")
@@ -40,12 +40,8 @@ class Checkpoint(dict):
         self.notes = list(notes)
 
 
-class WeightsAudit(Report):
+class WeightsAudit(TextReport):
     """``ferry weights audit``: the checkpoint against the parameters the model expects."""
-
-    def __init__(self, data: Dict[str, Any], text: str) -> None:
-        super().__init__(data)
-        self._text = text
 
     @property
     def findings(self) -> List[Dict[str, str]]:
@@ -61,8 +57,6 @@ class WeightsAudit(Report):
     def matched(self) -> int:
         return self._data["matched"]
 
-    def __str__(self) -> str:
-        return self._text
 
 
 def load(path: PathLike) -> Checkpoint:
@@ -83,12 +77,8 @@ def audit_params(params: Iterable[ParamSpec], checkpoint: PathLike) -> WeightsAu
     return WeightsAudit(json.loads(data), text)
 
 
-class RefitReport(Report):
+class RefitReport(TextReport):
     """``ferry refit``: how many weights were replaced, transposed and refolded, and what was not touched."""
-
-    def __init__(self, data: Dict[str, Any], text: str) -> None:
-        super().__init__(data)
-        self._text = text
 
     @property
     def output(self) -> str:
@@ -99,8 +89,6 @@ class RefitReport(Report):
         """Float initializers tied to no state_dict key (the exporter's own constants)."""
         return self._data["untouched"]
 
-    def __str__(self) -> str:
-        return self._text
 
 
 def refit(model: PathLike, checkpoint: PathLike, out: PathLike) -> RefitReport:

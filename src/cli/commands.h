@@ -5,6 +5,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -45,6 +46,9 @@ inline CLI::Validator non_negative() { return number_check(0, true, "0 or more")
 
 // Prints "error: <message>" to stderr; returns 1 (the exit code for bad input and failed work).
 int report_error(const Status& s);
+// Writes a report's JSON to FILE, or to stdout for "-"; nothing for "". Returns 0, or 1 after printing
+// the error.
+int write_json_report(const nlohmann::json& j, const std::string& path);
 // Prints a progress line to stderr, only when stderr is a terminal: scripts and tests that read
 // stderr see nothing but errors.
 void progress(const std::string& line);

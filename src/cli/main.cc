@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <new>
 
 #include "cli/commands.h"
@@ -18,6 +19,18 @@ namespace ferry::cli {
 int report_error(const Status& s) {
   std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
   return 1;
+}
+
+int write_json_report(const nlohmann::json& j, const std::string& path) {
+  if (path.empty()) return 0;
+  if (path == "-") {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  f.close();
+  return f ? 0 : report_error(Status::io("cannot write '" + path + "'"));
 }
 
 void progress(const std::string& line) {

@@ -1,7 +1,6 @@
 // `ferry refit MODEL --weights CHECKPOINT -o OUT [--json FILE]`: new weights into an exported model
 // (tools/refit.h). OUT.onnx is the refitted model; OUT.ferry compiles it as `ferry compile` would.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -24,16 +23,7 @@ int run_refit(const RefitArgs& a) {
   auto r = tools::refit_model(req);
   if (!r.ok()) return report_error(r.status());
   if (a.json != "-") std::fputs(tools::refit_to_text(*r).c_str(), stdout);
-  if (a.json.empty()) return 0;
-  const std::string text = tools::refit_to_json(*r).dump(2);
-  if (a.json == "-") {
-    std::printf("%s\n", text.c_str());
-    return 0;
-  }
-  std::ofstream f(a.json);
-  f << text << "\n";
-  f.close();
-  return f ? 0 : report_error(Status::io("cannot write '" + a.json + "'"));
+  return write_json_report(tools::refit_to_json(*r), a.json);
 }
 
 }  // namespace

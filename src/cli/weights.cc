@@ -2,7 +2,6 @@
 // `ferry weights convert CHECKPOINT --to mindspore --names PARAMS.txt -o OUT.ckpt [--json FILE]`.
 // Exit codes: 0 (no findings), 3 (the audit found something: the report says what), 1 (error), 2 (usage).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -20,24 +19,12 @@ struct WeightsArgs {
   CLI::App* convert = nullptr;
 };
 
-int write_json(const nlohmann::json& j, const std::string& path) {
-  if (path.empty()) return 0;
-  if (path == "-") {
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
-  std::ofstream f(path);
-  f << j.dump(2) << "\n";
-  f.close();
-  return f ? 0 : report_error(Status::io("cannot write '" + path + "'"));
-}
-
 int run_audit(const WeightsArgs& a) {
   progress("reading " + a.checkpoint + " ...");
   auto r = tools::audit_weights(a.model, a.checkpoint);
   if (!r.ok()) return report_error(r.status());
   if (a.json != "-") std::fputs(weights::audit_to_text(*r).c_str(), stdout);
-  if (int rc = write_json(weights::audit_to_json(*r), a.json)) return rc;
+  if (int rc = write_json_report(weights::audit_to_json(*r), a.json)) return rc;
   return r->clean() ? 0 : kFindingsExit;
 }
 
@@ -46,7 +33,7 @@ int run_convert(const WeightsArgs& a) {
   auto r = tools::convert_weights_to_mindspore(a.checkpoint, a.names, a.output);
   if (!r.ok()) return report_error(r.status());
   if (a.json != "-") std::fputs(tools::conversion_to_text(r->conversion, r->output).c_str(), stdout);
-  if (int rc = write_json(tools::conversion_to_json(r->conversion, r->output), a.json)) return rc;
+  if (int rc = write_json_report(tools::conversion_to_json(r->conversion, r->output), a.json)) return rc;
   return r->conversion.audit.clean() ? 0 : kFindingsExit;
 }
 
