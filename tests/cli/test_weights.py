@@ -82,6 +82,12 @@ check("right .pth: no findings, exit 0", rc == 0 and rep and rep["findings"] == 
       "rc=%d %s %s" % (rc, out, err))
 check("right .pth: every parameter matched", rep and rep["matched"] == len(state) == rep["expected"], str(rep))
 
+compiled = path("net.ferry")
+rc_c, _, err_c = u.ferry("compile", onnx_path, "-o", compiled)
+rc, out, err = u.ferry("weights", "audit", compiled, path("good.pth"))
+check("audit against the compiled .ferry (its module map travels): no findings", rc_c == 0 and rc == 0,
+      "rc=%d %s %s %s" % (rc, out, err, err_c))
+
 training = {"epoch": 90, "state_dict": state, "optimizer": {"lr": 0.1}, "best_acc": 0.76}
 rc, out, err, rep = audit(save_pth(training, "training.pth"))
 check("training checkpoint: weights from its state_dict entry", rc == 0 and rep and rep["container"] == "state_dict",
