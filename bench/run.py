@@ -6,7 +6,7 @@ writes bench/results/<date>.json, a Markdown table (<date>.md) and a plot of fer
     bench/run.sh [--suite core|full] [--families vision,segmentation,detection,transformers,recurrent]
                  [--models resnet50,lstm_2layer] [--list] [--batches 1,8] [--threads 2] [--ferry build/ferry]
                  [--backend cpu] [--opt-level 2] [--iterations N] [--duration S] [--no-openvino]
-                 [--precisions fp32,bf16] [--out DIR] [-- extra ferry bench flags]
+                 [--precisions fp32,bf16] [--out DIR] [--resume RESULTS.json] [-- extra ferry bench flags]
 
 Each (model, batch) is its own `ferry bench` process, so every process's peak memory is that batch's
 alone; inside it ferry and the peers alternate round by round, each peer in its own child process.
@@ -268,6 +268,9 @@ def parse_args(argv):
                     help="comma list: fp32 (always, with the peers) plus ferry-only runs at bf16/fp16/mixed-* for the "
                          "speed-up over ferry fp32 (e.g. fp32,bf16)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for <date>.{json,md,svg}")
+    ap.add_argument("--resume", metavar="RESULTS.json",
+                    help="finish an interrupted run: keep its rows and settings, measure only the (model, batch) "
+                         "pairs it lacks, and write to the same files (the other selection flags are ignored)")
     a = ap.parse_args(argv)
     try:
         a.batches = [int(b) for b in a.batches.split(",") if b]
@@ -294,7 +297,8 @@ def make_meta(a, peers, ov_note, extra, now):
             "cpu_count": ncpu, "cpu_isa": isa, "backend": a.backend, "opt_level": a.opt_level, "threads": a.threads,
             "commit": git_commit(), "ferry": a.ferry, "suite": a.selection, "families": a.families,
             "models": [e["name"] for e in a.entries], "batches": a.batches, "peers": peers,
-            "precisions": a.precisions, "extra_args": extra, "python": sys.version.split()[0]}
+            "precisions": a.precisions, "extra_args": extra, "python": sys.version.split()[0],
+            "iterations": a.iterations, "duration": a.duration}
     if ov_note:
         meta["openvino_note"] = ov_note
     return meta
@@ -331,6 +335,32 @@ def measure(a, entry, b, peers, extra, meta, runs):
     return r
 
 
+def load_resumed(a):
+    """An interrupted run's meta, rows, runs and file stem; its settings replace the command line's so the
+    finished table is one run's."""
+    try:
+        with open(a.resume) as f:
+            doc = json.load(f)
+        meta, rows, runs = doc["meta"], doc["table"], doc["runs"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit("bench: error: --resume %s: not a harness results file (%s)" % (a.resume, e))
+    a.batches, a.threads, a.backend = meta["batches"], meta["threads"], meta["backend"]
+    a.opt_level, a.precisions = meta["opt_level"], meta["precisions"]
+    # Runs written before these were recorded take them from the command line.
+    a.iterations, a.duration = meta.get("iterations", a.iterations), meta.get("duration", a.duration)
+    meta["iterations"], meta["duration"] = a.iterations, a.duration
+    a.entries = suite.select(suite.load(), "full", [], meta["models"])
+    stem = os.path.splitext(os.path.abspath(a.resume))[0]
+    return meta, rows, runs, stem
+
+
+def check_same_machine(meta):
+    cpu, ncpu, isa = report.cpu_info()
+    if (cpu, ncpu, isa) != (meta["cpu_model"], meta["cpu_count"], meta["cpu_isa"]):
+        sys.exit("bench: error: --resume: that run was on %s (%s); this machine is %s × %d: start a new run"
+                 % (meta["cpu"], " ".join(meta["cpu_isa"]), cpu, ncpu))
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -338,6 +368,8 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     a = parse_args(argv)
+    if a.resume:
+        resumed = load_resumed(a)
     if a.list:
         suite.print_list(a.entries)
         return 0
@@ -355,19 +387,27 @@ def main():
         log("OpenVINO skipped: " + ov_note)
 
     now = datetime.datetime.now(datetime.timezone.utc)
-    meta = make_meta(a, peers, "" if ov_ok else ov_note, extra, now)
+    if a.resume:
+        meta, rows, runs, stem = resumed
+        extra, peers = meta["extra_args"], meta["peers"]
+        check_same_machine(meta)
+        meta.setdefault("resumed", []).append({"date_utc": now.strftime("%Y-%m-%d %H:%M UTC"),
+                                               "commit": git_commit()})
+        log("resuming %s: %d row(s) kept" % (a.resume, len(rows)))
+    else:
+        meta = make_meta(a, peers, "" if ov_ok else ov_note, extra, now)
+        # The machine's fp32 peak, probed before and after the runs (the best counts: a shared VM's probe
+        # only ever reads low), and what bf16 does on this CPU.
+        doc = doctor_findings(a.ferry, a.threads)
+        meta["bf16_choice"] = doc.get("bf16 Conv/MatMul", "?")
+        meta["peak_gflops_probes"] = [p for p in [measured_peak(a.ferry, a.threads)] if p]
+        meta["peak_gflops"] = max(meta["peak_gflops_probes"]) if meta["peak_gflops_probes"] else None
+        runs, rows = [], []
+        os.makedirs(a.out, exist_ok=True)
+        stem = os.path.join(a.out, now.strftime("%Y-%m-%d-%H%M"))
+        meta["plot"] = os.path.relpath(stem + ".svg", ROOT) if stem.startswith(ROOT + os.sep) else stem + ".svg"
     log(" | ".join(report.header_lines(meta)[1:2]))
-    # The machine's fp32 peak, probed before and after the runs (the best counts: a shared VM's probe
-    # only ever reads low), and what bf16 does on this CPU.
-    doc = doctor_findings(a.ferry, a.threads)
-    meta["bf16_choice"] = doc.get("bf16 Conv/MatMul", "?")
-    probes = [p for p in [measured_peak(a.ferry, a.threads)] if p]
-    meta["peak_gflops_probes"] = probes
-    meta["peak_gflops"] = max(probes) if probes else None
-    runs, rows = [], []
-    os.makedirs(a.out, exist_ok=True)
-    stem = os.path.join(a.out, now.strftime("%Y-%m-%d-%H%M"))
-    meta["plot"] = os.path.relpath(stem + ".svg", ROOT) if stem.startswith(ROOT + os.sep) else stem + ".svg"
+    done = {(r["model"], r["batch"]) for r in rows}
 
     def write():
         # After every run, so an interrupted harness keeps what it measured.
@@ -381,6 +421,8 @@ def main():
 
     for e in a.entries:
         for b in a.batches:
+            if (e["name"], b) in done:
+                continue
             if e["name"] in export_errors:
                 rows.append(error_row(e, b, export_errors[e["name"]]))
             else:
