@@ -11,6 +11,7 @@ apt_packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
   libhwy-dev libsleef-dev libfp16-dev
   libgtest-dev libgmock-dev
+  libturbojpeg0-dev libpng-dev  # ferry evaluate decodes JPEG/PNG datasets
   python3 python3-venv python3-numpy python3-torch python3-torchvision
   chromium  # renders ferry migrate's report.html in a test (headless)
 )
@@ -66,6 +67,12 @@ fi
 if ! "$venv/bin/python" -c "import mindspore" 2>/dev/null; then
   echo "setup: installing mindspore into $venv (about 800 MB)"
   "$venv/bin/pip" install -q --disable-pip-version-check mindspore
+fi
+# ferry.ray (Ray Data, for evaluate on a cluster) and scikit-image, whose bundled photographs are the
+# evaluate tests' image set (nothing is downloaded at test time).
+if ! "$venv/bin/python" -c "import ray.data, skimage" 2>/dev/null; then
+  echo "setup: installing ray[data] and scikit-image into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "ray[data]" scikit-image
 fi
 # The ferry package itself, editable (pyproject.toml): python/ferry from the source tree and the
 # extension module from build/, the tree scripts/build.sh builds. build.sh runs first so the C++ build

@@ -26,6 +26,7 @@ CommandFn add_profile_command(CLI::App& app);
 CommandFn add_check_command(CLI::App& app);
 CommandFn add_weights_command(CLI::App& app);
 CommandFn add_refit_command(CLI::App& app);
+CommandFn add_evaluate_command(CLI::App& app);
 
 // Lower bounds for numeric flags, rejected as "--batch: must be 1 or more" (CLI11 prefixes the flag).
 // CLI::PositiveNumber and CLI::NonNegativeNumber instead print their range up to DBL_MAX, 300 digits.
@@ -52,5 +53,8 @@ int write_json_report(const nlohmann::json& j, const std::string& path);
 // Prints a progress line to stderr, only when stderr is a terminal: scripts and tests that read
 // stderr see nothing but errors.
 void progress(const std::string& line);
+// "evaluate [=======>      ] 120/200 samples  45.3/s  ETA 2s", redrawn in place on a terminal (stderr),
+// ended with a newline when done == total; nothing when stderr is not a terminal.
+void progress_bar(const std::string& what, int64_t done, int64_t total, double rate, const std::string& unit);
 
 }  // namespace ferry::cli

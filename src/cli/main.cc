@@ -38,6 +38,20 @@ void progress(const std::string& line) {
   if (tty) std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+void progress_bar(const std::string& what, int64_t done, int64_t total, double rate, const std::string& unit) {
+  static const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (!tty || total <= 0) return;
+  const int width = 30;
+  const int filled = static_cast<int>(width * done / total);
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < width) bar += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
+  const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+  std::fprintf(stderr, "\r%s [%s] %lld/%lld %s  %.1f/s  ETA %.0fs  ", what.c_str(), bar.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total), unit.c_str(), rate, eta);
+  if (done >= total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
 namespace {
 
 int run_main(int argc, char** argv) {
@@ -57,6 +71,7 @@ int run_main(int argc, char** argv) {
   CommandFn check = add_check_command(app);
   CommandFn weights = add_weights_command(app);
   CommandFn refit = add_refit_command(app);
+  CommandFn evaluate = add_evaluate_command(app);
   if (auto bad = unknown_command_error(app, argc, argv)) {
     std::fprintf(stderr, "error: %s\nRun 'ferry --help' for usage.\n", bad->c_str());
     return 2;
@@ -88,6 +103,7 @@ int run_main(int argc, char** argv) {
   if (app.got_subcommand("check")) return check();
   if (app.got_subcommand("weights")) return weights();
   if (app.got_subcommand("refit")) return refit();
+  if (app.got_subcommand("evaluate")) return evaluate();
   return 2;  // unreachable: require_subcommand(1)
 }
 

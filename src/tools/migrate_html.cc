@@ -5,48 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "tools/html.h"
 #include "tools/migrate.h"
 
 namespace ferry::tools {
 
 using nlohmann::json;
+using namespace html;  // NOLINT: the page is all html helpers
 
 namespace {
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-std::string str(const json& j, const char* k, const std::string& d = "") {
-  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : d;
-}
-double dbl(const json& j, const char* k, double d = NAN) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : d; }
-// Members read as an object / array / bool / number text, else the default. The report holds nulls where
-// something did not run or could not be measured (a stage that failed, an output row without metrics),
-// and json::value() throws on a null, so the page reads every member through these.
-json obj(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_object() ? j[k] : json::object(); }
-json arr(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_array() ? j[k] : json::array(); }
-bool flag(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_boolean() && j[k].get<bool>(); }
-std::string count(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].dump() : "0"; }
-std::string text(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
-
-const char* kCss = R"(body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
-header{background:#1d2330;color:#fff;padding:24px 40px}header h1{margin:0;font-size:24px}header p{margin:6px 0 0;color:#c9d1e0}
-main{padding:24px 40px;max-width:1200px}section{background:#fff;border-radius:10px;padding:20px 24px;margin:0 0 20px;box-shadow:0 1px 3px #0002}
-h2{margin:0 0 12px;font-size:18px}.verdict{font-size:28px;font-weight:700}.ok{color:#17803d}.warning{color:#b7791f}.failed,.bad{color:#c53030}.skipped{color:#718096}
-.cards{display:flex;gap:16px;flex-wrap:wrap;margin-top:12px}.card{background:#f0f3f8;border-radius:8px;padding:12px 16px;min-width:150px}
-.card b{display:block;font-size:20px}table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-align:top}
-th{background:#f7fafc}pre{background:#1d2330;color:#e2e8f0;padding:12px;border-radius:8px;overflow-x:auto;font-size:12px}
-.note{color:#4a5568;font-size:13px}svg text{font-family:inherit})";
 
 std::string status_span(const std::string& s) { return "<span class=\"" + esc(s) + "\">" + esc(s) + "</span>"; }
 

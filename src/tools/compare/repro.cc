@@ -114,10 +114,20 @@ Result<Cut> cut_nodes(const onnx::ModelProto& mp, const std::set<std::string>& o
   return cut;
 }
 
-std::string candidate_flags(const runtime::SessionOptions& so, const std::string& dir, std::vector<std::string>& notes) {
+}  // namespace
+
+std::string session_flags_text(const runtime::SessionOptions& so, const std::string& keep_fp32_file) {
   std::string f = "--backend " + so.backend + " --opt-level " + std::to_string(so.opt_level);
   if (!so.target.empty()) f += " --target " + so.target;
   if (so.precision_given) f += " --precision " + passes::to_string(so.precision.mode);
+  if (!keep_fp32_file.empty()) f += " --keep-fp32 " + keep_fp32_file;
+  if (so.precision.keep_io_types) f += " --keep-io-types";
+  return f;
+}
+
+namespace {
+
+std::string candidate_flags(const runtime::SessionOptions& so, const std::string& dir, std::vector<std::string>& notes) {
   std::vector<std::string> keep = so.precision.keep_fp32;
   if (!so.precision.keep_fp32_file.empty()) {
     std::ifstream in(so.precision.keep_fp32_file);
@@ -126,9 +136,8 @@ std::string candidate_flags(const runtime::SessionOptions& so, const std::string
   if (!keep.empty()) {
     std::ofstream out(fs::path(dir) / "keep_fp32.txt");
     for (const auto& k : keep) out << k << "\n";
-    f += " --keep-fp32 keep_fp32.txt";
   }
-  if (so.precision.keep_io_types) f += " --keep-io-types";
+  std::string f = session_flags_text(so, keep.empty() ? "" : "keep_fp32.txt");
   if (!so.precision.mixlist_path.empty()) notes.push_back("the run used --mixlist " + so.precision.mixlist_path + ": attach it too");
   return f;
 }

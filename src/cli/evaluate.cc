@@ -1,0 +1,132 @@
+// `ferry evaluate MODEL --data SRC -o DIR [--labels FILE|folders] [--preprocess SPEC] [session flags]
+// [--batch N] [--workers N] [--worst N] [--shard i/N]` and `ferry evaluate --merge PART.json... -o DIR`:
+// the golden and the target over a data set; OUT/report.json, report.html, samples.jsonl and worst/*.npz.
+// Exit 0 when every sample's outputs pass, 3 when some do not (1: error, 2: usage).
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/session_flags.h"
+#include "tools/evaluate/evaluate.h"
+
+namespace ferry::cli {
+
+namespace {
+
+struct EvaluateArgs {
+  std::string model, data, labels, preprocess, out, shard;
+  std::vector<std::string> merge;
+  SessionFlags session;
+  int batch = 1, workers = 0, worst = 20;
+  tools::compare::Thresholds th;
+};
+
+Result<std::pair<int, int>> parse_shard(const std::string& s) {
+  int i = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
+    return Status::invalid("--shard " + s + ": want i/N with 0 <= i < N (e.g. 0/4)");
+  return std::make_pair(i, n);
+}
+
+int finish(const tools::evaluate::EvaluateReport& rep) {
+  Status st = tools::evaluate::write_report_files(rep);
+  if (!st.ok()) return report_error(st);
+  std::fputs(tools::evaluate::format_report(rep).c_str(), stdout);
+  std::printf("wrote %s/report.json and %s/report.html\n", rep.out_dir.c_str(), rep.out_dir.c_str());
+  for (auto& o : rep.aggregate.outputs())
+    if (o.passed != o.samples) return 3;
+  return 0;
+}
+
+int run_evaluate_cmd(const EvaluateArgs& a) {
+  if (!a.merge.empty()) {
+    auto rep = tools::evaluate::merge_reports(a.merge);
+    if (!rep.ok()) return report_error(rep.status());
+    rep->out_dir = a.out;
+    return finish(*rep);
+  }
+  if (a.model.empty() || a.data.empty()) return report_error(Status::invalid("evaluate: give MODEL and --data SRC (or --merge)"));
+  tools::evaluate::EvaluateOptions o;
+  o.model = a.model;
+  o.data = a.data;
+  o.labels = a.labels;
+  o.preprocess = a.preprocess;
+  o.target = session_options(a.session);
+  // The golden: the same model in fp32 on this CPU, with the target's threads and kernel choices.
+  o.golden = session_options(SessionFlags{});
+  o.golden.backend_options = o.target.backend_options;
+  o.golden.allow_newer_opset = o.target.allow_newer_opset;
+  o.thresholds = a.th;
+  o.batch = a.batch;
+  o.workers = a.workers;
+  o.worst = a.worst;
+  o.out_dir = a.out;
+  if (!a.shard.empty()) {
+    auto s = parse_shard(a.shard);
+    if (!s.ok()) return report_error(s.status());
+    std::tie(o.shard_index, o.shard_count) = *s;
+  }
+  o.progress = [](int64_t done, int64_t total, double rate) { progress_bar("evaluate", done, total, rate, "samples"); };
+  auto rep = tools::evaluate::run_evaluate(o);
+  if (!rep.ok()) return report_error(rep.status());
+  return finish(*rep);
+}
+
+}  // namespace
+
+CommandFn add_evaluate_command(CLI::App& app) {
+  auto a = std::make_shared<EvaluateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "evaluate",
+      "Run the fp32 golden and the target (--precision, --target: emulated where the device is not here) over a "
+      "data set: per-output metric percentiles, top-1/top-5 agreement, accuracy against labels, the worst samples "
+      "(saved for `ferry compare` to replay); exit 0 when every sample passes, 3 when some do not");
+  cmd->add_option("MODEL", a->model, "the model (.onnx, or .ferry from `ferry compile`)");
+  cmd->add_option("--data", a->data,
+                  "a folder (searched recursively, sorted) of images (.jpg/.jpeg/.png) and tensors (.npy: the model's "
+                  "one input; .npz: inputs by name), or a manifest file listing them one per line ('PATH [LABEL]', "
+                  "relative to the manifest)")
+      ->type_name("SRC");
+  cmd->add_option("-o,--out", a->out, "folder for report.json, report.html, samples.jsonl and worst/")
+      ->required()
+      ->type_name("DIR");
+  cmd->add_option("--labels", a->labels,
+                  "class labels: a file of 'SAMPLE_ID CLASS_INDEX' lines (ids are paths relative to --data), or "
+                  "'folders' (ImageFolder's rule: the index of the sample's class folder among the sorted folders)")
+      ->type_name("FILE|folders");
+  cmd->add_option("--preprocess", a->preprocess,
+                  "how images become tensors, as data: 'imagenet' or key=value pairs: resize=N (shorter side), crop=N "
+                  "or HxW (center), order=rgb|bgr, scale=1/255, mean=a:b:c, std=a:b:c, layout=nchw|nhwc, "
+                  "dtype=float32|float16|uint8 (e.g. 'imagenet,crop=160'), or a .json file with those keys")
+      ->type_name("SPEC");
+  add_session_flags(cmd, a->session);
+  cmd->add_option("--batch", a->batch, "samples per run (the model's batch dim must be dynamic for more than 1)")
+      ->check(at_least_one())
+      ->type_name("N");
+  cmd->add_option("--workers", a->workers, "threads decoding and preprocessing ahead of the model (default 2)")
+      ->check(at_least_one())
+      ->type_name("N");
+  cmd->add_option("--worst", a->worst, "how many worst samples to list and save for replay (default 20)")
+      ->check(CLI::Range(0, 100000))
+      ->type_name("N");
+  cmd->add_option("--shard", a->shard,
+                  "evaluate only shard i of N (samples i, i+N, ...) and write a partial report for --merge: for "
+                  "launchers such as Slurm, torchrun or mpirun")
+      ->type_name("i/N");
+  cmd->add_option("--merge", a->merge, "combine the report.json of every shard into one report (no MODEL needed)")
+      ->type_name("PART.json...")
+      ->expected(1, -1);
+  cmd->add_option("--cosine", a->th.cosine_min, "a sample's output passes with cosine at least C (default 0.99)")
+      ->check(CLI::Range(-1.0, 1.0))
+      ->type_name("C");
+  cmd->add_option("--rel-euclid", a->th.rel_euclid_max,
+                  "... and relative Euclidean distance at most E (default 0.05)")
+      ->check(non_negative())
+      ->type_name("E");
+  return [a] { return run_evaluate_cmd(*a); };
+}
+
+}  // namespace ferry::cli

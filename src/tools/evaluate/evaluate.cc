@@ -1,0 +1,162 @@
+#include "tools/evaluate/evaluate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "core/npy.h"
+#include "tools/run_inputs.h"
+
+namespace ferry::tools::evaluate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Stacks per-sample tensors ([1, ...] each) into [B, ...]; rows past the samples repeat the last one.
+Result<Tensor> stack(const std::vector<const Tensor*>& rows, int batch) {
+  const Tensor& first = *rows.front();
+  std::vector<int64_t> dims = first.dims();
+  if (dims.empty()) return Status::invalid("a scalar input cannot be batched");
+  dims[0] = batch;
+  FERRY_ASSIGN_OR_RETURN(Tensor out, Tensor::create(first.dtype(), dims));
+  const size_t row = first.nbytes();
+  for (int i = 0; i < batch; ++i) {
+    const Tensor& src = *rows[std::min<size_t>(i, rows.size() - 1)];
+    if (src.dims() != first.dims())
+      return Status::invalid("samples of one batch differ in shape (" + dims_to_string(src.dims()) + " vs " +
+                             dims_to_string(first.dims()) + "): evaluate with --batch 1");
+    std::memcpy(out.data<uint8_t>() + i * row, src.data<uint8_t>(), row);
+  }
+  return out;
+}
+
+// Row i of a [B, ...] output as [1, ...].
+Result<Tensor> row_of(const Tensor& t, int i, int batch, const std::string& name) {
+  if (batch == 1) return t;
+  if (t.dims().empty() || t.dims()[0] != batch)
+    return Status::invalid("output " + name + " is " + dims_to_string(t.dims()) + ", not batched along dim 0 as " +
+                           std::to_string(batch) + ": evaluate this model with --batch 1");
+  std::vector<int64_t> dims = t.dims();
+  dims[0] = 1;
+  FERRY_ASSIGN_OR_RETURN(Tensor out, Tensor::create(t.dtype(), dims));
+  std::memcpy(out.data<uint8_t>(), t.data<uint8_t>() + i * out.nbytes(), out.nbytes());
+  return out;
+}
+
+// The k largest classes of a one-row classifier output, best first (ties: lower index first).
+std::vector<int64_t> top_classes(const Tensor& t, int k) {
+  const int64_t n = t.numel();
+  std::vector<int64_t> idx(n);
+  for (int64_t i = 0; i < n; ++i) idx[i] = i;
+  k = static_cast<int>(std::min<int64_t>(k, n));
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = t.as_double(i);
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
+    if (std::isnan(v[a]) != std::isnan(v[b])) return std::isnan(v[b]);
+    return v[a] > v[b] || (v[a] == v[b] && a < b);
+  });
+  idx.resize(k);
+  return idx;
+}
+
+Result<OutputResult> judge_output(const std::string& name, const Tensor& g, const Tensor& t,
+                                  const compare::Thresholds& th) {
+  FERRY_ASSIGN_OR_RETURN(compare::Metrics m, compare::compute_metrics(g, t, th));
+  OutputResult r{name, m.cosine, m.max_abs, m.max_rel, m.rel_euclid, m.pass};
+  r.nonfinite = (m.candidate_nan + m.candidate_inf) > 0 && (m.golden_nan + m.golden_inf) == 0;
+  if (compare::is_classifier_shape(g) && (g.dims().size() == 1 || g.dims()[0] == 1)) {
+    auto gt = top_classes(g, 5), tt = top_classes(t, 5);
+    r.golden_class = gt[0];
+    r.target_class = tt[0];
+    r.golden_top5 = gt;
+    r.target_top5 = tt;
+    if (g.numel() >= 5) r.top5_agree = std::find(tt.begin(), tt.end(), gt[0]) != tt.end();
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Evaluator>> Evaluator::open(const std::string& model, runtime::SessionOptions golden,
+                                                   runtime::SessionOptions target, int batch,
+                                                   const compare::Thresholds& th) {
+  if (batch < 1) return Status::invalid("--batch must be 1 or more");
+  auto e = std::unique_ptr<Evaluator>(new Evaluator());
+  e->batch_ = batch;
+  e->th_ = th;
+  if (batch > 1) golden.batch = target.batch = batch;
+  FERRY_ASSIGN_OR_RETURN(e->golden_, runtime::Session::load(model, golden));
+  FERRY_ASSIGN_OR_RETURN(e->target_, runtime::Session::load(model, target));
+  e->inputs_ = model_inputs(e->target_->inputs());
+  if (e->inputs_.empty()) return Status::invalid(model + ": the model has no inputs to feed");
+  for (const ModelInput& in : e->inputs_)
+    if (!in.dims.empty() && in.dims[0] >= 0 && in.dims[0] != batch)
+      return Status::invalid(model + ": input " + in.name + " has a fixed batch of " + std::to_string(in.dims[0]) +
+                             (batch > 1 ? ", not --batch " + std::to_string(batch) : ", not 1"));
+  return e;
+}
+
+std::string Evaluator::golden_label() const { return "fp32 on this CPU (" + golden_->options().backend + " backend)"; }
+
+std::string Evaluator::target_label() const {
+  std::string t = target_->target_label();
+  return target_->precision_description() + (t.empty() ? "" : "; " + t);
+}
+
+Result<std::vector<SampleResult>> Evaluator::evaluate(const std::vector<std::map<std::string, Tensor>>& samples) {
+  if (samples.empty() || static_cast<int>(samples.size()) > batch_)
+    return Status::invalid("evaluate: give 1 to " + std::to_string(batch_) + " samples at a time");
+  std::map<std::string, Tensor> feeds;
+  for (const ModelInput& in : inputs_) {
+    std::vector<const Tensor*> rows;
+    for (auto& s : samples) {
+      auto it = s.find(in.name);
+      if (it == s.end()) return Status::invalid("a sample lacks input '" + in.name + "'");
+      rows.push_back(&it->second);
+    }
+    FERRY_ASSIGN_OR_RETURN(feeds[in.name], stack(rows, batch_));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  FERRY_ASSIGN_OR_RETURN(auto golden, golden_->run_tensors(feeds));
+  auto t1 = std::chrono::steady_clock::now();
+  golden_s_ += std::chrono::duration<double>(t1 - t0).count();
+  FERRY_ASSIGN_OR_RETURN(auto target, target_->run_tensors(feeds));
+  target_s_ += seconds_since(t1);
+  std::vector<SampleResult> out(samples.size());
+  for (size_t o = 0; o < golden.size() && o < target.size(); ++o) {
+    const std::string& name = golden[o].first;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      FERRY_ASSIGN_OR_RETURN(Tensor g, row_of(golden[o].second, static_cast<int>(i), batch_, name));
+      FERRY_ASSIGN_OR_RETURN(Tensor t, row_of(target[o].second, static_cast<int>(i), batch_, name));
+      FERRY_ASSIGN_OR_RETURN(OutputResult r, judge_output(name, g, t, th_));
+      out[i].outputs.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+void Evaluator::judge_label(SampleResult& r) {
+  if (!r.label) return;
+  for (auto& o : r.outputs) {
+    if (!o.golden_class) continue;
+    auto holds = [&](const std::vector<int64_t>& top) { return std::find(top.begin(), top.end(), *r.label) != top.end(); };
+    r.golden_top1_correct = *o.golden_class == *r.label;
+    r.target_top1_correct = *o.target_class == *r.label;
+    r.golden_top5_correct = holds(o.golden_top5);
+    r.target_top5_correct = holds(o.target_top5);
+    return;
+  }
+}
+
+}  // namespace ferry::tools::evaluate

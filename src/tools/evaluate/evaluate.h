@@ -1,0 +1,104 @@
+// `ferry evaluate`: the fp32 golden and the target (its precision, emulated where the device is not here)
+// over every sample of a data set, streaming: worker threads decode and preprocess while the sessions run,
+// each sample's result goes to OUT/samples.jsonl as it is made, and an Aggregate (results.h) keeps what the
+// report needs. The same Evaluator runs samples a Python iterable, a DataLoader or a Ray actor hands it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "runtime/session.h"
+#include "tools/compare/metrics.h"
+#include "tools/evaluate/results.h"
+#include "tools/evaluate/samples.h"
+
+namespace ferry::tools::evaluate {
+
+// One model opened twice: the golden (fp32) and the target, with the same batch. Feeds are per sample
+// (batch dim 1); a batch is stacked, run on both sessions, and split back into one result per sample.
+class Evaluator {
+ public:
+  static Result<std::unique_ptr<Evaluator>> open(const std::string& model, runtime::SessionOptions golden,
+                                                 runtime::SessionOptions target, int batch,
+                                                 const compare::Thresholds& th = {});
+  const std::vector<ModelInput>& inputs() const { return inputs_; }
+  int batch() const { return batch_; }
+  // Up to batch() samples (fewer: the batch is padded with copies of the last and the extra rows dropped).
+  // Results come back with outputs and classes filled; index, id, path and label are the caller's.
+  Result<std::vector<SampleResult>> evaluate(const std::vector<std::map<std::string, Tensor>>& samples);
+  // Label correctness of a result (first classifier output), from the classes and top-5 it keeps.
+  static void judge_label(SampleResult& r);
+  std::string golden_label() const;
+  std::string target_label() const;
+  double golden_seconds() const { return golden_s_; }
+  double target_seconds() const { return target_s_; }
+
+ private:
+  std::unique_ptr<runtime::Session> golden_, target_;
+  std::vector<ModelInput> inputs_;
+  int batch_ = 1;
+  compare::Thresholds th_;
+  double golden_s_ = 0, target_s_ = 0;
+};
+
+struct EvaluateOptions {
+  std::string model;
+  std::string data;        // folder or manifest (samples.h)
+  std::string labels;      // "", "folders" or a file of "ID LABEL" lines
+  std::string preprocess;  // spec (preprocess.h); "" for none
+  runtime::SessionOptions golden;  // fp32 by default: cpu backend, the CLI's opt level
+  runtime::SessionOptions target;
+  compare::Thresholds thresholds;
+  int batch = 1;
+  int workers = 0;  // decoding threads; 0: 2
+  int worst = 20;   // worst cases kept (with their inputs saved for replay)
+  int shard_index = 0, shard_count = 1;
+  std::string out_dir;  // report.json, samples.jsonl, worst/; created
+  // Called after every batch (done, total, samples per second so far).
+  std::function<void(int64_t, int64_t, double)> progress;
+};
+
+struct Timing {
+  double wall_s = 0;
+  double data_wait_s = 0;   // the sessions waited for samples (the pipeline starving them)
+  double data_work_s = 0;   // decoding and preprocessing, summed over the worker threads
+  double golden_s = 0, target_s = 0;
+};
+
+struct EvaluateReport {
+  std::string model, data, labels, preprocess, golden, target, target_flags;
+  int batch = 1, workers = 0;
+  int shard_index = 0, shard_count = 1;
+  int64_t dataset_samples = 0;  // the whole data set, all shards
+  std::vector<std::string> classes;  // --labels folders
+  Aggregate aggregate;
+  Timing timing;
+  std::string out_dir, samples_file;
+  std::vector<std::string> parts;  // --merge: the partial reports combined
+  std::vector<std::string> notes;
+  // "ferry compare MODEL --inputs <replay> <target flags>" for a worst case.
+  std::string replay_command(const SampleResult& s) const;
+};
+
+Result<EvaluateReport> run_evaluate(const EvaluateOptions& opts);
+
+// `--merge`: partial reports (shards, or any split) combined into one, as if one run had done them all;
+// they must be of the same model, target, golden, preprocessing and data set. Missing or repeated shards
+// are errors.
+Result<EvaluateReport> merge_reports(const std::vector<std::string>& files);
+
+nlohmann::json report_to_json(const EvaluateReport& r);  // "ferry.evaluate/1" (docs/evaluate.md)
+Result<EvaluateReport> report_from_json(const nlohmann::json& j, const std::string& where);
+std::string format_report(const EvaluateReport& r);
+std::string render_evaluate_html(const EvaluateReport& r);
+// Writes OUT/report.json and OUT/report.html.
+Status write_report_files(const EvaluateReport& r);
+
+}  // namespace ferry::tools::evaluate
