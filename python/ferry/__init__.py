@@ -18,14 +18,15 @@ from ._ferry import (  # noqa: F401  (re-exported)
     OutOfRange,
     __version__,
 )
-from .reports import BenchReport, CheckReport, CompareReport, CompileReport, Report
+from .reports import BenchReport, CheckReport, CompareReport, CompileReport, EvaluateReport, Report
 from .session import NodeArg, Session
 from .tools import bench, check, compare, compile
+from .evaluation import evaluate, merge_evaluations
 
 __all__ = [
     "__version__",
     "Error", "InvalidArgument", "NotSupported", "IOError", "OutOfRange", "InternalError",
     "Session", "NodeArg",
-    "check", "compile", "compare", "bench",
-    "Report", "CheckReport", "CompileReport", "CompareReport", "BenchReport",
+    "check", "compile", "compare", "bench", "evaluate", "merge_evaluations",
+    "Report", "CheckReport", "CompileReport", "CompareReport", "BenchReport", "EvaluateReport",
 ]

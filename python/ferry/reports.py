@@ -119,3 +119,45 @@ class BenchReport(Report):
     def median_ms(self) -> float:
         """Median latency of the first batch, in milliseconds."""
         return self._data["results"][0]["latency_ms"]["median"]
+
+
+class EvaluateReport(TextReport):
+    """``ferry evaluate``: per-output metric percentiles over the data set, agreement, accuracy, worst cases.
+    ``str()`` is the CLI's summary; ``to_dict()`` its report.json (schema ferry.evaluate/1, docs/evaluate.md)."""
+
+    @property
+    def samples(self) -> int:
+        return self._data["result"]["samples"]
+
+    @property
+    def outputs(self) -> List[Dict[str, Any]]:
+        """One per model output: samples, passed, cosine/max_abs/max_rel/rel_euclid percentiles, agreement."""
+        return self._data["result"]["outputs"]
+
+    @property
+    def top1_agreement(self) -> Optional[float]:
+        """Top-1 agreement of the first classifier output (None without one)."""
+        for o in self.outputs:
+            if o.get("top1_agreement") is not None:
+                return o["top1_agreement"]
+        return None
+
+    @property
+    def accuracy(self) -> Optional[Dict[str, Any]]:
+        """Against the labels: golden and target top-1/top-5 accuracy (None without labels)."""
+        return self._data["result"].get("labels")
+
+    @property
+    def worst(self) -> List[Dict[str, Any]]:
+        """The worst samples, worst first: id, path, metrics per output, replay (.npz) and replay_command."""
+        return self._data["result"]["worst"]
+
+    @property
+    def timing(self) -> Dict[str, float]:
+        return self._data["timing"]
+
+    @property
+    def html(self) -> Optional[str]:
+        """report.html next to the samples file (None for a merged report written nowhere)."""
+        f = self._data.get("samples_file")
+        return f and f.rsplit("/", 1)[0] + "/report.html"

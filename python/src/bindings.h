@@ -45,5 +45,6 @@ runtime::SessionOptions session_options(const py::dict& options);
 void register_session(py::module_& m);
 void register_tools(py::module_& m);
 void register_weights(py::module_& m);
+void register_evaluate(py::module_& m);
 
 }  // namespace ferry::python

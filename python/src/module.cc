@@ -9,4 +9,5 @@ PYBIND11_MODULE(_ferry, m) {
   ferry::python::register_session(m);
   ferry::python::register_tools(m);
   ferry::python::register_weights(m);
+  ferry::python::register_evaluate(m);
 }

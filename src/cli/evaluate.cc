@@ -2,6 +2,8 @@
 // [--batch N] [--workers N] [--worst N] [--shard i/N]` and `ferry evaluate --merge PART.json... -o DIR`:
 // the golden and the target over a data set; OUT/report.json, report.html, samples.jsonl and worst/*.npz.
 // Exit 0 when every sample's outputs pass, 3 when some do not (1: error, 2: usage).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/session_flags.h"
+#include "tools/bench.h"
 #include "tools/evaluate/evaluate.h"
 
 namespace ferry::cli {
@@ -16,7 +19,9 @@ namespace ferry::cli {
 namespace {
 
 struct EvaluateArgs {
-  std::string model, data, labels, preprocess, out, shard;
+  std::string model, data, labels, preprocess, out, shard, ray;
+  bool use_ray = false;
+  int actors = 2;
   std::vector<std::string> merge;
   SessionFlags session;
   int batch = 1, workers = 0, worst = 20;
@@ -41,6 +46,33 @@ int finish(const tools::evaluate::EvaluateReport& rep) {
   return 0;
 }
 
+// --ray: the evaluation through Ray Data, by the Python package (python/ferry/ray.py), run by the project's
+// python with the same arguments; its exit code is ours.
+int run_on_ray(const EvaluateArgs& a) {
+  auto python = tools::peer_python();
+  if (!python.ok()) return report_error(python.status());
+  std::vector<std::string> args = {*python, "-m", "ferry.ray", a.model, "--data", a.data, "-o", a.out,
+                                   "--actors", std::to_string(a.actors), "--batch", std::to_string(a.batch),
+                                   "--worst", std::to_string(a.worst), "--cosine", std::to_string(a.th.cosine_min),
+                                   "--rel-euclid", std::to_string(a.th.rel_euclid_max)};
+  auto add = [&](const char* flag, const std::string& v) {
+    if (!v.empty()) args.insert(args.end(), {flag, v});
+  };
+  add("--address", a.ray);
+  add("--labels", a.labels);
+  add("--preprocess", a.preprocess);
+  add("--target", a.session.target);
+  add("--precision", a.session.precision);
+  if (a.session.threads > 0) add("--threads", std::to_string(a.session.threads));
+  if (!a.shard.empty()) return report_error(Status::invalid("--ray and --shard: Ray splits the work itself"));
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(python->c_str(), argv.data());
+  return report_error(Status::io("cannot run " + *python + " for --ray"));
+}
+
 int run_evaluate_cmd(const EvaluateArgs& a) {
   if (!a.merge.empty()) {
     auto rep = tools::evaluate::merge_reports(a.merge);
@@ -49,6 +81,7 @@ int run_evaluate_cmd(const EvaluateArgs& a) {
     return finish(*rep);
   }
   if (a.model.empty() || a.data.empty()) return report_error(Status::invalid("evaluate: give MODEL and --data SRC (or --merge)"));
+  if (a.use_ray) return run_on_ray(a);
   tools::evaluate::EvaluateOptions o;
   o.model = a.model;
   o.data = a.data;
@@ -116,6 +149,14 @@ CommandFn add_evaluate_command(CLI::App& app) {
                   "evaluate only shard i of N (samples i, i+N, ...) and write a partial report for --merge: for "
                   "launchers such as Slurm, torchrun or mpirun")
       ->type_name("i/N");
+  cmd->add_option("--ray", a->ray,
+                  "run on a Ray cluster through Ray Data (the Python package's ferry.ray): ADDRESS of a running "
+                  "cluster ('auto', HOST:PORT), or none to start a local one for this run; the same report")
+      ->expected(0, 1)
+      ->type_name("[ADDRESS]");
+  cmd->add_option("--actors", a->actors, "with --ray: evaluation actors, each with --threads CPUs (default 2)")
+      ->check(at_least_one())
+      ->type_name("N");
   cmd->add_option("--merge", a->merge, "combine the report.json of every shard into one report (no MODEL needed)")
       ->type_name("PART.json...")
       ->expected(1, -1);
@@ -126,7 +167,10 @@ CommandFn add_evaluate_command(CLI::App& app) {
                   "... and relative Euclidean distance at most E (default 0.05)")
       ->check(non_negative())
       ->type_name("E");
-  return [a] { return run_evaluate_cmd(*a); };
+  return [a, cmd] {
+    a->use_ray = cmd->count("--ray") > 0;
+    return run_evaluate_cmd(*a);
+  };
 }
 
 }  // namespace ferry::cli

@@ -4,9 +4,11 @@
 // report needs. The same Evaluator runs samples a Python iterable, a DataLoader or a Ray actor hands it.
 #pragma once
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,38 @@ struct EvaluateReport {
   std::vector<std::string> notes;
   // "ferry compare MODEL --inputs <replay> <target flags>" for a worst case.
   std::string replay_command(const SampleResult& s) const;
+};
+
+// One evaluation in progress: the Evaluator, the Aggregate, samples.jsonl, and the inputs of the current
+// worst cases. `ferry evaluate` feeds it from its decoding threads, ferry.evaluate from a Python iterable
+// or DataLoader, and a Ray driver with results its actors computed (add_result); finish() saves the worst
+// cases' inputs (kept, or decoded again from their files) and returns the report.
+class Evaluation {
+ public:
+  // Opens the model (golden and target) and OUT (samples.jsonl). `data_description` names the data in the
+  // report ("a DataLoader", or the --data path).
+  static Result<std::unique_ptr<Evaluation>> start(const EvaluateOptions& o, const std::string& data_description,
+                                                   int64_t dataset_samples);
+  const std::vector<ModelInput>& inputs() const { return evaluator_->inputs(); }
+  const Evaluator& evaluator() const { return *evaluator_; }
+  const std::optional<PreprocessSpec>& preprocess() const { return pre_; }
+  // Runs up to batch() samples; refs give each one's index, id, path and label. Returns their results
+  // (already added).
+  Result<std::vector<SampleResult>> run(std::vector<std::map<std::string, Tensor>> feeds,
+                                        const std::vector<SampleRef>& refs, const std::vector<int64_t>& indices);
+  // A result computed elsewhere (a Ray actor): aggregated and written like the rest.
+  Status add_result(const SampleResult& r);
+  Timing& timing() { return rep_.timing; }
+  std::vector<std::string>& notes() { return rep_.notes; }
+  Result<EvaluateReport> finish();
+
+ private:
+  Status record(const SampleResult& r, std::map<std::string, Tensor>* feeds);
+  std::unique_ptr<Evaluator> evaluator_;
+  std::optional<PreprocessSpec> pre_;
+  EvaluateReport rep_;
+  std::ofstream jsonl_;
+  std::map<std::string, std::map<std::string, Tensor>> kept_;  // inputs of the current worst cases, by id
 };
 
 Result<EvaluateReport> run_evaluate(const EvaluateOptions& opts);

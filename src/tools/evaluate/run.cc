@@ -106,107 +106,141 @@ Result<std::string> output_file(const std::string& dir, const std::string& name)
   return p.string();
 }
 
-Status save_worst_inputs(EvaluateReport& rep, std::map<std::string, Feeds>& kept) {
-  if (rep.aggregate.worst().empty()) return Status();
-  const std::string dir = (fs::path(rep.out_dir) / "worst").string();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::io("cannot create " + dir + ": " + ec.message());
-  int k = 0;
-  for (SampleResult& s : rep.aggregate.worst()) {
-    auto it = kept.find(s.id);
-    if (it == kept.end()) continue;
-    char prefix[16];
-    std::snprintf(prefix, sizeof prefix, "%03d_", k++);
-    FERRY_ASSIGN_OR_RETURN(std::string path, output_file(dir, prefix + sanitize_name(s.id) + ".npz"));
-    std::vector<std::pair<std::string, Tensor>> arrays(it->second.begin(), it->second.end());
-    FERRY_RETURN_IF_ERROR(write_npz(path, arrays, true));
-    s.replay = path;
-  }
-  return Status();
-}
-
 }  // namespace
 
-Result<EvaluateReport> run_evaluate(const EvaluateOptions& o) {
+Result<std::unique_ptr<Evaluation>> Evaluation::start(const EvaluateOptions& o, const std::string& data_description,
+                                                     int64_t dataset_samples) {
   FERRY_RETURN_IF_ERROR(check_options(o));
-  const auto start = std::chrono::steady_clock::now();
-  FERRY_ASSIGN_OR_RETURN(DataSet ds, list_samples(o.data, o.labels));
-  std::optional<PreprocessSpec> pre;
+  auto e = std::unique_ptr<Evaluation>(new Evaluation());
   if (!o.preprocess.empty()) {
-    FERRY_ASSIGN_OR_RETURN(pre, parse_preprocess(o.preprocess));
+    FERRY_ASSIGN_OR_RETURN(e->pre_, parse_preprocess(o.preprocess));
   }
-  const std::vector<SampleRef> samples = shard_of(ds.samples, o.shard_index, o.shard_count);
-  if (samples.empty())
-    return Status::invalid("--shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) + ": " +
-                           std::to_string(ds.samples.size()) + " samples leave this shard none");
-  FERRY_ASSIGN_OR_RETURN(auto ev, Evaluator::open(o.model, o.golden, o.target, o.batch, o.thresholds));
-
-  EvaluateReport rep;
+  FERRY_ASSIGN_OR_RETURN(e->evaluator_, Evaluator::open(o.model, o.golden, o.target, o.batch, o.thresholds));
+  EvaluateReport& rep = e->rep_;
   rep.model = o.model;
-  rep.data = o.data;
+  rep.data = data_description;
   rep.labels = o.labels;
-  rep.preprocess = pre ? describe(*pre) : "";
-  rep.golden = ev->golden_label();
-  rep.target = ev->target_label();
+  rep.preprocess = e->pre_ ? describe(*e->pre_) : "";
+  rep.golden = e->evaluator_->golden_label();
+  rep.target = e->evaluator_->target_label();
   rep.target_flags = compare::session_flags_text(o.target, o.target.precision.keep_fp32_file);
   rep.batch = o.batch;
   rep.workers = o.workers > 0 ? o.workers : 2;
   rep.shard_index = o.shard_index;
   rep.shard_count = o.shard_count;
-  rep.dataset_samples = static_cast<int64_t>(ds.samples.size());
-  rep.classes = ds.classes;
+  rep.dataset_samples = dataset_samples;
   rep.aggregate = Aggregate(o.worst);
   rep.out_dir = o.out_dir;
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return Status::io("cannot create " + o.out_dir + ": " + ec.message());
   FERRY_ASSIGN_OR_RETURN(rep.samples_file, output_file(o.out_dir, "samples.jsonl"));
-  std::ofstream jsonl(rep.samples_file, std::ios::trunc);
-  if (!jsonl) return Status::io("cannot write " + rep.samples_file);
+  e->jsonl_.open(rep.samples_file, std::ios::trunc);
+  if (!e->jsonl_) return Status::io("cannot write " + rep.samples_file);
+  return e;
+}
 
-  std::map<std::string, Feeds> kept;  // inputs of the current worst cases, by id
-  Prefetcher pf(samples, ev->inputs(), pre ? &*pre : nullptr, rep.workers,
-                static_cast<size_t>(o.batch) * 2 + static_cast<size_t>(rep.workers));
+Status Evaluation::record(const SampleResult& r, Feeds* feeds) {
+  if (feeds && rep_.aggregate.would_keep(r)) kept_[r.id] = std::move(*feeds);
+  rep_.aggregate.add(r);
+  jsonl_ << to_json(r).dump() << '\n';
+  if (!jsonl_) return Status::io("cannot write " + rep_.samples_file);
+  // Inputs of samples pushed out of the worst list are dropped.
+  if (kept_.size() > rep_.aggregate.worst().size()) {
+    std::set<std::string> worst_ids;
+    for (auto& s : rep_.aggregate.worst()) worst_ids.insert(s.id);
+    for (auto it = kept_.begin(); it != kept_.end();) it = worst_ids.count(it->first) ? std::next(it) : kept_.erase(it);
+  }
+  return Status();
+}
+
+Result<std::vector<SampleResult>> Evaluation::run(std::vector<Feeds> feeds, const std::vector<SampleRef>& refs,
+                                                  const std::vector<int64_t>& indices) {
+  if (refs.size() != feeds.size() || indices.size() != feeds.size())
+    return Status::invalid("evaluate: one id and index per sample");
+  FERRY_ASSIGN_OR_RETURN(std::vector<SampleResult> results, evaluator_->evaluate(feeds));
+  for (size_t k = 0; k < results.size(); ++k) {
+    SampleResult& r = results[k];
+    r.index = indices[k];
+    r.id = refs[k].id;
+    r.path = refs[k].path;
+    r.label = refs[k].label;
+    Evaluator::judge_label(r);
+    FERRY_RETURN_IF_ERROR(record(r, &feeds[k]));
+  }
+  rep_.timing.golden_s = evaluator_->golden_seconds();
+  rep_.timing.target_s = evaluator_->target_seconds();
+  return results;
+}
+
+Status Evaluation::add_result(const SampleResult& r) { return record(r, nullptr); }
+
+Result<EvaluateReport> Evaluation::finish() {
+  jsonl_.close();
+  if (!jsonl_) return Status::io("cannot write " + rep_.samples_file);
+  if (rep_.aggregate.worst().empty()) return rep_;
+  const std::string dir = (fs::path(rep_.out_dir) / "worst").string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::io("cannot create " + dir + ": " + ec.message());
+  int k = 0;
+  for (SampleResult& s : rep_.aggregate.worst()) {
+    Feeds feeds;
+    if (auto it = kept_.find(s.id); it != kept_.end()) {
+      feeds = it->second;
+    } else if (!s.path.empty()) {
+      // Computed elsewhere (a Ray actor): decoded again here, the same way.
+      FERRY_ASSIGN_OR_RETURN(SampleRef ref, sample_ref(s.id, s.path, s.label));
+      FERRY_ASSIGN_OR_RETURN(feeds, load_sample(ref, inputs(), pre_ ? &*pre_ : nullptr));
+    } else {
+      continue;
+    }
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%03d_", k++);
+    FERRY_ASSIGN_OR_RETURN(std::string path, output_file(dir, prefix + sanitize_name(s.id) + ".npz"));
+    std::vector<std::pair<std::string, Tensor>> arrays(feeds.begin(), feeds.end());
+    FERRY_RETURN_IF_ERROR(write_npz(path, arrays, true));
+    s.replay = path;
+  }
+  return rep_;
+}
+
+Result<EvaluateReport> run_evaluate(const EvaluateOptions& o) {
+  FERRY_RETURN_IF_ERROR(check_options(o));
+  const auto start = std::chrono::steady_clock::now();
+  FERRY_ASSIGN_OR_RETURN(DataSet ds, list_samples(o.data, o.labels));
+  const std::vector<SampleRef> samples = shard_of(ds.samples, o.shard_index, o.shard_count);
+  if (samples.empty())
+    return Status::invalid("--shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) + ": " +
+                           std::to_string(ds.samples.size()) + " samples leave this shard none");
+  FERRY_ASSIGN_OR_RETURN(auto ev, Evaluation::start(o, o.data, static_cast<int64_t>(ds.samples.size())));
+  const int workers = o.workers > 0 ? o.workers : 2;
+  Prefetcher pf(samples, ev->inputs(), ev->preprocess() ? &*ev->preprocess() : nullptr, workers,
+                static_cast<size_t>(o.batch) * 2 + static_cast<size_t>(workers));
   const size_t n = samples.size();
   for (size_t first = 0; first < n; first += static_cast<size_t>(o.batch)) {
     const size_t count = std::min(n - first, static_cast<size_t>(o.batch));
     std::vector<Feeds> batch;
+    std::vector<SampleRef> refs;
+    std::vector<int64_t> indices;
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = first; i < first + count; ++i) {
       FERRY_ASSIGN_OR_RETURN(Feeds f, pf.take(i));
       batch.push_back(std::move(f));
+      refs.push_back(samples[i]);
+      indices.push_back(static_cast<int64_t>(i * o.shard_count + o.shard_index));
     }
-    rep.timing.data_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    FERRY_ASSIGN_OR_RETURN(std::vector<SampleResult> results, ev->evaluate(batch));
-    for (size_t k = 0; k < count; ++k) {
-      SampleResult& r = results[k];
-      const SampleRef& ref = samples[first + k];
-      r.index = static_cast<int64_t>((first + k) * o.shard_count + o.shard_index);
-      r.id = ref.id;
-      r.path = ref.path;
-      r.label = ref.label;
-      Evaluator::judge_label(r);
-      if (rep.aggregate.would_keep(r)) kept[r.id] = std::move(batch[k]);
-      rep.aggregate.add(r);
-      jsonl << to_json(r).dump() << '\n';
-    }
-    // Inputs of samples pushed out of the worst list are dropped.
-    std::set<std::string> worst_ids;
-    for (auto& s : rep.aggregate.worst()) worst_ids.insert(s.id);
-    for (auto it = kept.begin(); it != kept.end();) it = worst_ids.count(it->first) ? std::next(it) : kept.erase(it);
+    ev->timing().data_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    FERRY_RETURN_IF_ERROR(ev->run(std::move(batch), refs, indices).status());
     if (o.progress) {
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       o.progress(static_cast<int64_t>(first + count), static_cast<int64_t>(n), (first + count) / std::max(t, 1e-9));
     }
   }
-  jsonl.close();
-  if (!jsonl) return Status::io("cannot write " + rep.samples_file);
-  FERRY_RETURN_IF_ERROR(save_worst_inputs(rep, kept));
-  rep.timing.data_work_s = pf.work_seconds();
-  rep.timing.golden_s = ev->golden_seconds();
-  rep.timing.target_s = ev->target_seconds();
-  rep.timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ev->timing().data_work_s = pf.work_seconds();
+  ev->timing().wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto rep = ev->finish();
+  if (rep.ok()) rep->classes = ds.classes;
   return rep;
 }
 

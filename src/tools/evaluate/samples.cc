@@ -157,6 +157,12 @@ Result<DataSet> list_samples(const std::string& src, const std::string& labels) 
   return ds;
 }
 
+Result<SampleRef> sample_ref(const std::string& id, const std::string& path, std::optional<int64_t> label) {
+  auto kind = kind_of(path);
+  if (!kind) return Status::invalid(path + ": not a .jpg/.jpeg/.png/.npy/.npz file");
+  return SampleRef{id, path, *kind, label};
+}
+
 std::vector<SampleRef> shard_of(const std::vector<SampleRef>& all, int index, int count) {
   std::vector<SampleRef> out;
   for (size_t i = static_cast<size_t>(index); i < all.size(); i += static_cast<size_t>(count)) out.push_back(all[i]);
@@ -210,21 +216,26 @@ Status only_one_input(const std::vector<ModelInput>& inputs, const SampleRef& s)
 
 }  // namespace
 
+Result<std::map<std::string, Tensor>> fit_feeds(const std::map<std::string, Tensor>& given,
+                                                const std::vector<ModelInput>& inputs, const std::string& label) {
+  std::map<std::string, Tensor> feeds;
+  for (const ModelInput& in : inputs) {
+    auto it = given.find(in.name);
+    if (it == given.end()) return Status::invalid(label + ": no input named '" + in.name + "' (a model input)");
+    auto t = fit_input(it->second, in, label + "[" + in.name + "]");
+    if (!t.ok()) return t.status();
+    feeds[in.name] = std::move(*t);
+  }
+  return feeds;
+}
+
 Result<std::map<std::string, Tensor>> load_sample(const SampleRef& s, const std::vector<ModelInput>& inputs,
                                                   const PreprocessSpec* pre) {
   std::map<std::string, Tensor> feeds;
   if (s.kind == SampleKind::kNpz) {
     auto arrays = read_npz(s.path);
     if (!arrays.ok()) return arrays.status();
-    std::map<std::string, Tensor> by_name(arrays->begin(), arrays->end());
-    for (const ModelInput& in : inputs) {
-      auto it = by_name.find(in.name);
-      if (it == by_name.end()) return Status::invalid(s.path + ": no member named '" + in.name + "' (a model input)");
-      auto t = fit_input(it->second, in, s.path + "[" + in.name + "]");
-      if (!t.ok()) return t.status();
-      feeds[in.name] = std::move(*t);
-    }
-    return feeds;
+    return fit_feeds(std::map<std::string, Tensor>(arrays->begin(), arrays->end()), inputs, s.path);
   }
   FERRY_RETURN_IF_ERROR(only_one_input(inputs, s));
   Tensor t;

@@ -37,6 +37,9 @@ struct DataSet {
 // lines ('#' comments; ID as above). Errors name the file and line; an empty data set is an error.
 Result<DataSet> list_samples(const std::string& src, const std::string& labels = "");
 
+// A sample of one file, its kind from the file name (errors for other extensions).
+Result<SampleRef> sample_ref(const std::string& id, const std::string& path, std::optional<int64_t> label);
+
 // The slice of a data set shard i of n evaluates: samples i, i + n, i + 2n, ... (interleaved, so every
 // shard sees the same mix of classes and sizes).
 std::vector<SampleRef> shard_of(const std::vector<SampleRef>& all, int index, int count);
@@ -53,6 +56,11 @@ std::vector<ModelInput> model_inputs(const std::vector<runtime::InputInfo>& inpu
 // members feed inputs by name (every input must be there), images go through `pre` (required for images)
 // into the model's only input. A tensor given without the batch dim gets it. Errors name the sample and
 // the input, and say what the model declares.
+// Feeds given by name (an .npz, a Python dict) checked against the model and given the batch dim of 1 where
+// they lack it; every input must be there. `label` names the sample in errors.
+Result<std::map<std::string, Tensor>> fit_feeds(const std::map<std::string, Tensor>& given,
+                                                const std::vector<ModelInput>& inputs, const std::string& label);
+
 Result<std::map<std::string, Tensor>> load_sample(const SampleRef& s, const std::vector<ModelInput>& inputs,
                                                   const PreprocessSpec* pre);
 
