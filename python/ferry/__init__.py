@@ -21,12 +21,12 @@ from ._ferry import (  # noqa: F401  (re-exported)
 from .reports import BenchReport, CheckReport, CompareReport, CompileReport, EvaluateReport, Report
 from .session import NodeArg, Session
 from .tools import bench, check, compare, compile
-from .evaluation import evaluate, merge_evaluations
+from .evaluation import evaluate, merge_evaluations, preprocess_image
 
 __all__ = [
     "__version__",
     "Error", "InvalidArgument", "NotSupported", "IOError", "OutOfRange", "InternalError",
     "Session", "NodeArg",
-    "check", "compile", "compare", "bench", "evaluate", "merge_evaluations",
+    "check", "compile", "compare", "bench", "evaluate", "merge_evaluations", "preprocess_image",
     "Report", "CheckReport", "CompileReport", "CompareReport", "BenchReport", "EvaluateReport",
 ]

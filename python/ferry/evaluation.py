@@ -195,6 +195,13 @@ def evaluate(model: PathLike, data: Union[PathLike, Iterable[Any]], *, out: Path
                               progress)
 
 
+def preprocess_image(path: PathLike, spec: str, *, uint8_image: bool = False) -> np.ndarray:
+    """An image file (JPEG/PNG) as ``ferry evaluate --preprocess SPEC`` gives it to the model: decoded,
+    resized, cropped and normalized (float32 [1, 3, H, W] for "imagenet"). With ``uint8_image`` only resized
+    and cropped: the uint8 [1, H, W, 3] image a model compiled with ``preprocess=SPEC`` takes."""
+    return _ferry._preprocess_image(os.fspath(path), spec, uint8_image)
+
+
 def merge_evaluations(parts: Sequence[PathLike], *, out: PathLike) -> EvaluateReport:
     """``ferry evaluate --merge PART.json... -o OUT``: shards' reports combined into the report of one run."""
     text, summary = _ferry._merge_evaluations([os.fspath(p) for p in parts], os.fspath(out))

@@ -61,12 +61,16 @@ def check(model: PathLike, target: str = "cpu", shapes: Shapes = None) -> CheckR
 
 def compile(model: PathLike, output: PathLike, *, target: Optional[str] = None, precision: Optional[str] = None,
             keep_fp32: Optional[Sequence[str]] = None, opt_level: int = 2, shapes: Shapes = None,
-            dynamic_batch: Optional[Sequence[int]] = None, cpu: Optional[str] = None) -> CompileReport:
-    """``ferry compile MODEL -o OUTPUT``: writes the offline .ferry file (checked by loading it back)."""
+            dynamic_batch: Optional[Sequence[int]] = None, cpu: Optional[str] = None,
+            preprocess: Optional[str] = None) -> CompileReport:
+    """``ferry compile MODEL -o OUTPUT``: writes the offline .ferry file (checked by loading it back).
+
+    preprocess: a spec (ferry.evaluate's) whose per-pixel part goes into the model, which then takes uint8
+    NHWC images (``--preprocess``)."""
     options = _session_options(target, precision, keep_fp32, opt_level, "cpu", None, cpu, shapes)
     del options["backend"], options["threads"]
     return CompileReport(json.loads(_ferry._compile(os.fspath(model), os.fspath(output), options,
-                                                    [int(b) for b in dynamic_batch or []])))
+                                                    [int(b) for b in dynamic_batch or []], preprocess or "")))
 
 
 def compare(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, golden: str = "reference",

@@ -70,6 +70,20 @@ py::list list_samples(const std::string& src, const std::string& labels) {
   return out;
 }
 
+// An image file as ferry's host preprocessing makes it: the model's input tensor, or with `uint8_image` the
+// resized and cropped 8-bit image [1, H, W, 3] that a model compiled with --preprocess takes.
+py::object preprocess_image(const std::string& path, const std::string& spec, bool uint8_image) {
+  ev::PreprocessSpec s = unwrap(ev::parse_preprocess(spec));
+  auto t = [&]() -> Result<Tensor> {
+    py::gil_scoped_release nogil;
+    FERRY_ASSIGN_OR_RETURN(ev::Image img, ev::decode_image(path));
+    FERRY_ASSIGN_OR_RETURN(ev::Image geo, ev::apply_geometry(img, s, path));
+    if (uint8_image) return ev::image_to_uint8_nhwc(geo);
+    return ev::image_to_tensor(geo, s);
+  }();
+  return array_from_tensor(unwrap(std::move(t)));
+}
+
 // One evaluation fed from Python: samples as arrays (iterables, DataLoaders) or as files (Ray actors);
 // or, on a Ray driver, results the actors computed.
 class PyEvaluation {
@@ -192,6 +206,7 @@ void register_evaluate(py::module_& m) {
         py::arg("shard_count"), py::arg("out"), py::arg("thresholds"));
   m.def("_merge_evaluations", &merge, py::arg("files"), py::arg("out"));
   m.def("_list_samples", &list_samples, py::arg("data"), py::arg("labels") = "");
+  m.def("_preprocess_image", &preprocess_image, py::arg("path"), py::arg("spec"), py::arg("uint8_image"));
   py::class_<PyEvaluation>(m, "_Evaluation")
       .def(py::init<const std::string&, const py::dict&, const std::string&, const std::string&, int, int,
                     const std::string&, const std::map<std::string, double>&, const std::string&, int64_t>(),

@@ -40,7 +40,7 @@ std::string check_json(const std::string& model, const std::string& target,
 }
 
 std::string compile_json(const std::string& model, const std::string& output, const py::dict& options,
-                         const std::vector<int64_t>& dynamic_batch) {
+                         const std::vector<int64_t>& dynamic_batch, const std::string& preprocess) {
   runtime::SessionOptions so = session_options(options);
   tools::CompileRequest req;
   req.model_path = model;
@@ -49,6 +49,7 @@ std::string compile_json(const std::string& model, const std::string& output, co
   req.cpu = so.backend_options.cpu;
   req.allow_newer_opset = so.allow_newer_opset;
   req.dynamic_batch = dynamic_batch;
+  req.preprocess = preprocess;
   auto r = without_gil([&] { return tools::compile_model(req); });
   return tools::compile_report_to_json(unwrap(std::move(r))).dump();
 }
@@ -113,7 +114,8 @@ std::string bench_json(const std::string& model, const py::dict& session, const 
 
 void register_tools(py::module_& m) {
   m.def("_check", &check_json, py::arg("model"), py::arg("target"), py::arg("shapes"));
-  m.def("_compile", &compile_json, py::arg("model"), py::arg("output"), py::arg("options"), py::arg("dynamic_batch"));
+  m.def("_compile", &compile_json, py::arg("model"), py::arg("output"), py::arg("options"), py::arg("dynamic_batch"),
+        py::arg("preprocess") = "");
   m.def("_compare", &compare_json, py::arg("model"), py::arg("golden"), py::arg("candidate"), py::arg("files"),
         py::arg("shapes"), py::arg("seed"), py::arg("layerwise"), py::arg("single_op"), py::arg("ranges"),
         py::arg("thresholds"), py::arg("repro") = "");

@@ -26,7 +26,7 @@ std::string without_flag(const Status& s) {
 }
 
 struct CompileArgs {
-  std::string model, output, gears, dynamic_dims, json;
+  std::string model, output, gears, dynamic_dims, json, preprocess;
   std::vector<std::string> shapes;
   SessionFlags session;  // precision, target, opt level and cpu kernel flags (not --backend/--threads)
 };
@@ -42,6 +42,7 @@ int run_compile(const CompileArgs& a) {
   req.prepare.target = so.target;
   req.cpu = so.backend_options.cpu;
   req.allow_newer_opset = a.session.allow_newer_opset;
+  req.preprocess = a.preprocess;
   for (const std::string& s : a.shapes) {
     if (runtime::is_range_shape(s)) {
       auto ranged = runtime::parse_input_range(s);
@@ -107,6 +108,11 @@ CommandFn add_compile_command(CLI::App& app) {
             return r.ok() ? std::string() : without_flag(r.status());
           },
           "", "input shape"));
+  cmd->add_option("--preprocess", args->preprocess,
+                  "put the per-pixel part of a preprocessing spec (ferry evaluate's --preprocess: order, scale, mean, "
+                  "std, layout, dtype) into the model as its first nodes, so it takes uint8 NHWC images (as ATC's AIPP); "
+                  "resize and crop stay with the caller")
+      ->type_name("SPEC");
   cmd->add_option("--dynamic-batch", args->gears,
                   "batch sizes to prepare (dim 0 of every input stays dynamic; the gear is picked at run time)")
       ->type_name("1,2,4,8")

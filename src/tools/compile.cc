@@ -11,6 +11,7 @@
 
 #include "format/ferry_file.h"
 #include "frontend/onnx/import.h"
+#include "tools/evaluate/preprocess.h"
 #include "targets/placement.h"
 #include "runtime/dynamic_shapes.h"
 #include "runtime/model_session.h"
@@ -160,6 +161,10 @@ Result<CompileReport> compile_model(const CompileRequest& req) {
   import.allow_newer_opset = req.allow_newer_opset;
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, frontend::load_onnx(req.model_path, import));
   r.import_s = since(t0);
+  if (!req.preprocess.empty()) {
+    FERRY_ASSIGN_OR_RETURN(evaluate::PreprocessSpec spec, evaluate::parse_preprocess(req.preprocess));
+    FERRY_RETURN_IF_ERROR(evaluate::insert_preprocess(*model, spec).with_context(req.model_path));
+  }
   r.nodes_before = count_nodes(*model->graph);
 
   const auto t1 = std::chrono::steady_clock::now();

@@ -32,6 +32,8 @@ struct CompileRequest {
   // --dynamic-dims "1,224,224;1,320,320": values for every dynamic input dim, in input order.
   std::vector<std::vector<int64_t>> dynamic_dims;
   bool allow_newer_opset = false;  // --allow-newer-opset (frontend::ImportOptions)
+  // --preprocess SPEC: its per-pixel part inserted before the model (tools/evaluate/preprocess.h).
+  std::string preprocess;
 };
 
 struct CompileReport {

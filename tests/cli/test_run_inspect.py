@@ -215,7 +215,7 @@ rc, out, err = u.ferry("inspect", tiny)
 check("inspect: no opset warning for opset 17", rc == 0 and "warning:" not in out, out)
 
 # An unknown subcommand is a usage error whatever follows it (CLI11 alone printed the main help, exit 0).
-for args, needle in ((["evaluat", "--help"], "the commands are: compile inspect run"), (["evaluat"], "the commands are:"),
+for args, needle in ((["frobnicate", "--help"], "the commands are: compile inspect run"), (["frobnicate"], "the commands are:"), (["evaluat"], "did you mean 'evaluate'?"),
                      (["inspcet", tiny], "did you mean 'inspect'?"), (["tune-precison", "--help"], "did you mean 'tune-precision'?")):
     rc, out, err = u.ferry(*args)
     check("unknown command %s: exit 2, named, %r" % (args[0], needle),

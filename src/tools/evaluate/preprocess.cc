@@ -212,6 +212,10 @@ Result<Tensor> image_to_tensor(const Image& img, const PreprocessSpec& s) {
   return std::move(*t);
 }
 
+bool takes_uint8_image(DType dtype, const std::vector<int64_t>& dims) {
+  return dtype == DType::kUInt8 && dims.size() == 4 && dims[3] == 3;
+}
+
 Tensor image_to_uint8_nhwc(const Image& img) {
   Tensor t(DType::kUInt8, {1, img.height, img.width, 3});
   std::copy(img.rgb.begin(), img.rgb.end(), t.data<uint8_t>());

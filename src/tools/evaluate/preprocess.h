@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "ir/graph.h"
 #include "tools/evaluate/image.h"
 
 namespace ferry::tools::evaluate {
@@ -41,5 +42,12 @@ Result<Image> apply_geometry(const Image& img, const PreprocessSpec& s, const st
 Result<Tensor> image_to_tensor(const Image& img, const PreprocessSpec& s);
 // The 8-bit image as [1, H, W, 3] uint8: what a model compiled with --preprocess takes.
 Tensor image_to_uint8_nhwc(const Image& img);
+// Whether a model input is such an image (uint8, rank 4, 3 channels last).
+bool takes_uint8_image(DType dtype, const std::vector<int64_t>& dims);
+
+// `ferry compile --preprocess`: the per-pixel part of `s` as nodes in front of the model's one input, which
+// becomes uint8 [N, H, W, 3] under the same name; the spec is kept in the model's metadata
+// ("ferry.preprocess"). Errors name the input and say what it should be.
+Status insert_preprocess(ir::Model& m, const PreprocessSpec& s);
 
 }  // namespace ferry::tools::evaluate

@@ -249,9 +249,13 @@ Result<std::map<std::string, Tensor>> load_sample(const SampleRef& s, const std:
     if (!img.ok()) return img.status();
     auto geo = apply_geometry(*img, *pre, s.path);
     if (!geo.ok()) return geo.status();
-    auto r = image_to_tensor(*geo, *pre);
-    if (!r.ok()) return r.status();
-    t = std::move(*r);
+    if (takes_uint8_image(inputs[0].dtype, inputs[0].dims)) {
+      t = image_to_uint8_nhwc(*geo);  // the model does the per-pixel part itself (compile --preprocess)
+    } else {
+      auto r = image_to_tensor(*geo, *pre);
+      if (!r.ok()) return r.status();
+      t = std::move(*r);
+    }
   }
   auto fitted = fit_input(std::move(t), inputs[0], s.path);
   if (!fitted.ok()) return fitted.status();
