@@ -76,6 +76,9 @@ def evaluate(model: PathLike, data: PathLike, *, out: PathLike, address: Optiona
     call (and stops it after). actors: how many evaluation actors (each ``threads`` CPUs).
     The other arguments are ferry.evaluate's.
     """
+    # Ray's token authentication stays on: a client sends the token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or
+    # ~/.ray/auth_token) only in token mode, which a cluster started by `ray start` requires by default.
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
     model = os.fspath(model)
@@ -97,7 +100,8 @@ def evaluate(model: PathLike, data: PathLike, *, out: PathLike, address: Optiona
         items = [{"index": i, "id": sid, "path": os.path.abspath(path), "label": -1 if label is None else label}
                  for i, (sid, path, label) in enumerate(rows)]
         ds = ray.data.from_items(items).map_batches(
-            _EvaluateActor, batch_size=max(batch, 8), concurrency=actors, num_cpus=threads,
+            _EvaluateActor, batch_size=max(batch, 8), compute=ray.data.ActorPoolStrategy(size=actors),
+            num_cpus=threads, max_restarts=0,
             fn_constructor_kwargs={"model_ref": [model_ref], "model_name": os.path.basename(model), "target": tgt,
                                    "preprocess": preprocess or "", "batch": batch, "thresholds": th, "data": data,
                                    "dataset_samples": len(rows)})

@@ -20,7 +20,7 @@ namespace {
 
 struct EvaluateArgs {
   std::string model, data, labels, preprocess, out, shard, ray;
-  bool use_ray = false;
+  bool use_ray = false, preprocess_in_model = false;
   int actors = 2;
   std::vector<std::string> merge;
   SessionFlags session;
@@ -87,6 +87,7 @@ int run_evaluate_cmd(const EvaluateArgs& a) {
   o.data = a.data;
   o.labels = a.labels;
   o.preprocess = a.preprocess;
+  o.preprocess_in_model = a.preprocess_in_model;
   o.target = session_options(a.session);
   // The golden: the same model in fp32 on this CPU, with the target's threads and kernel choices.
   o.golden = session_options(SessionFlags{});
@@ -135,6 +136,9 @@ CommandFn add_evaluate_command(CLI::App& app) {
                   "or HxW (center), order=rgb|bgr, scale=1/255, mean=a:b:c, std=a:b:c, layout=nchw|nhwc, "
                   "dtype=float32|float16|uint8 (e.g. 'imagenet,crop=160'), or a .json file with those keys")
       ->type_name("SPEC");
+  cmd->add_flag("--preprocess-in-model", a->preprocess_in_model,
+                "run --preprocess's per-pixel part inside the model, as `ferry compile --preprocess` puts it, and feed "
+                "the resized and cropped 8-bit image (what the deployed model sees)");
   add_session_flags(cmd, a->session);
   cmd->add_option("--batch", a->batch, "samples per run (the model's batch dim must be dynamic for more than 1)")
       ->check(at_least_one())

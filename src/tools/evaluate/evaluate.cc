@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/npy.h"
+#include "frontend/onnx/import.h"
 #include "tools/run_inputs.h"
 
 namespace ferry::tools::evaluate {
@@ -90,14 +91,27 @@ Result<OutputResult> judge_output(const std::string& name, const Tensor& g, cons
 
 Result<std::unique_ptr<Evaluator>> Evaluator::open(const std::string& model, runtime::SessionOptions golden,
                                                    runtime::SessionOptions target, int batch,
-                                                   const compare::Thresholds& th) {
+                                                   const compare::Thresholds& th, const PreprocessSpec* in_model) {
   if (batch < 1) return Status::invalid("--batch must be 1 or more");
   auto e = std::unique_ptr<Evaluator>(new Evaluator());
   e->batch_ = batch;
   e->th_ = th;
-  if (batch > 1) golden.batch = target.batch = batch;
-  FERRY_ASSIGN_OR_RETURN(e->golden_, runtime::Session::load(model, golden));
-  FERRY_ASSIGN_OR_RETURN(e->target_, runtime::Session::load(model, target));
+  if (runtime::detect_model_file(model) == runtime::ModelFileKind::kFerry) {
+    if (in_model)
+      return Status::invalid(model + ": a compiled .ferry file; put the preprocessing in with `ferry compile "
+                             "--preprocess` instead of --preprocess-in-model");
+    // The file's gears (if any) are picked per batch; its stored precision must match the sessions'.
+    FERRY_ASSIGN_OR_RETURN(e->golden_, runtime::ModelSession::open(model, golden));
+    FERRY_ASSIGN_OR_RETURN(e->target_, runtime::ModelSession::open(model, target));
+  } else {
+    if (batch > 1) golden.batch = target.batch = batch;
+    frontend::ImportOptions imp;
+    imp.allow_newer_opset = target.allow_newer_opset;
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, frontend::load_onnx(model, imp));
+    if (in_model) FERRY_RETURN_IF_ERROR(insert_preprocess(*m, *in_model).with_context(model));
+    FERRY_ASSIGN_OR_RETURN(e->golden_, runtime::ModelSession::from_model(m->clone(), golden));
+    FERRY_ASSIGN_OR_RETURN(e->target_, runtime::ModelSession::from_model(std::move(m), target));
+  }
   e->inputs_ = model_inputs(e->target_->inputs());
   if (e->inputs_.empty()) return Status::invalid(model + ": the model has no inputs to feed");
   for (const ModelInput& in : e->inputs_)
@@ -107,11 +121,14 @@ Result<std::unique_ptr<Evaluator>> Evaluator::open(const std::string& model, run
   return e;
 }
 
-std::string Evaluator::golden_label() const { return "fp32 on this CPU (" + golden_->options().backend + " backend)"; }
+std::string Evaluator::golden_label() const {
+  return "fp32 on this CPU (" + golden_->session().options().backend + " backend)";
+}
 
 std::string Evaluator::target_label() const {
-  std::string t = target_->target_label();
-  return target_->precision_description() + (t.empty() ? "" : "; " + t);
+  const runtime::Session& s = target_->session();
+  std::string t = s.target_label();
+  return s.precision_description() + (t.empty() ? "" : "; " + t);
 }
 
 Result<std::vector<SampleResult>> Evaluator::evaluate(const std::vector<std::map<std::string, Tensor>>& samples) {

@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "runtime/model_session.h"
 #include "runtime/session.h"
 #include "tools/compare/metrics.h"
 #include "tools/evaluate/results.h"
@@ -27,9 +28,12 @@ namespace ferry::tools::evaluate {
 // (batch dim 1); a batch is stacked, run on both sessions, and split back into one result per sample.
 class Evaluator {
  public:
+  // `in_model`: the preprocessing's per-pixel part inserted into the model first (insert_preprocess), as
+  // `ferry compile --preprocess` would; only for .onnx models (a .ferry file was compiled already).
   static Result<std::unique_ptr<Evaluator>> open(const std::string& model, runtime::SessionOptions golden,
                                                  runtime::SessionOptions target, int batch,
-                                                 const compare::Thresholds& th = {});
+                                                 const compare::Thresholds& th = {},
+                                                 const PreprocessSpec* in_model = nullptr);
   const std::vector<ModelInput>& inputs() const { return inputs_; }
   int batch() const { return batch_; }
   // Up to batch() samples (fewer: the batch is padded with copies of the last and the extra rows dropped).
@@ -43,7 +47,7 @@ class Evaluator {
   double target_seconds() const { return target_s_; }
 
  private:
-  std::unique_ptr<runtime::Session> golden_, target_;
+  std::unique_ptr<runtime::ModelSession> golden_, target_;
   std::vector<ModelInput> inputs_;
   int batch_ = 1;
   compare::Thresholds th_;
@@ -55,6 +59,9 @@ struct EvaluateOptions {
   std::string data;        // folder or manifest (samples.h)
   std::string labels;      // "", "folders" or a file of "ID LABEL" lines
   std::string preprocess;  // spec (preprocess.h); "" for none
+  // Run the spec's per-pixel part inside the model (as `compile --preprocess` puts it) and feed the 8-bit
+  // image: what the deployed model sees.
+  bool preprocess_in_model = false;
   runtime::SessionOptions golden;  // fp32 by default: cpu backend, the CLI's opt level
   runtime::SessionOptions target;
   compare::Thresholds thresholds;

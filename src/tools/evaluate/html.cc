@@ -63,9 +63,17 @@ std::string distribution(const json& sketch, const std::string& label, const cha
 
 std::string percent(const json& v) { return v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : "-"; }
 
+// Cosine rows read from the worst end (min, low percentiles); error rows from the median up to the max.
 std::string percentile_row(const char* name, const json& p) {
+  static const std::vector<const char*> cosine_keys = {"min", "p0.1", "p1", "p10", "p50", "max"};
+  static const std::vector<const char*> error_keys = {"p50", "p90", "p99", "p99.9", "max"};
+  const bool cosine = std::string(name) == "cosine";
   std::string s = std::string("<tr><td>") + name + "</td>";
-  for (auto& [k, v] : p.items()) s += "<td>" + esc(k) + " " + (v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : text(v)) + "</td>";
+  for (const char* k : cosine ? cosine_keys : error_keys) {
+    if (!p.contains(k)) continue;
+    const json& v = p[k];
+    s += "<td>" + esc(k) + " " + (v.is_number() ? fmt::format(cosine ? "{:.6f}" : "{:.4g}", v.get<double>()) : text(v)) + "</td>";
+  }
   return s + "</tr>";
 }
 
@@ -130,7 +138,7 @@ std::string render_evaluate_html(const EvaluateReport& r) {
   h += "<header><h1>ferry evaluate</h1><p>" + esc(r.model) + " on " + esc(r.data) + " &middot; target " + esc(r.target) +
        " &middot; golden " + esc(r.golden) + "</p></header><main>";
   const json t = obj(j, "timing");
-  h += "<section><div class=\"verdict " + vclass + "\">" + esc(verdict) + "</div><div class=\"cards\">";
+  h += "<section id=\"verdict\"><div class=\"verdict " + vclass + "\">" + esc(verdict) + "</div><div class=\"cards\">";
   auto card = [&](const std::string& v, const std::string& k) { h += "<div class=\"card\"><b>" + esc(v) + "</b>" + esc(k) + "</div>"; };
   card(std::to_string(r.aggregate.samples()), "samples");
   card(fmt::format("{:.1f}", dbl(t, "samples_per_s", 0)), "samples / s");
@@ -143,7 +151,7 @@ std::string render_evaluate_html(const EvaluateReport& r) {
   if (!r.preprocess.empty()) h += "<p class=\"note\">preprocess: " + esc(r.preprocess) + "</p>";
   h += "</section>";
   for (const json& o : outs) {
-    h += "<section><h2>output " + esc(str(o, "name")) + "</h2><p>" + count(o, "passed") + " of " + count(o, "samples") +
+    h += "<section class=\"output\"><h2>output " + esc(str(o, "name")) + "</h2><p>" + count(o, "passed") + " of " + count(o, "samples") +
          " samples pass";
     if (o.contains("top1_agreement"))
       h += "; top-1 agreement " + percent(o["top1_agreement"]) + " (" + count(o, "top1_agree") + " of " +
@@ -156,7 +164,7 @@ std::string render_evaluate_html(const EvaluateReport& r) {
          percentile_row("max_rel", obj(o, "max_rel")) + percentile_row("rel_euclid", obj(o, "rel_euclid")) + "</table>";
     h += "<p class=\"note\">percentiles within 0.5% (a mergeable sketch: the same on one machine, in shards or on Ray)</p></section>";
   }
-  h += "<section><h2>worst " + std::to_string(r.aggregate.worst().size()) +
+  h += "<section id=\"worst\"><h2>worst " + std::to_string(r.aggregate.worst().size()) +
        " samples</h2><p class=\"note\">class flips first, then lowest cosine; each replays with its command</p><table>"
        "<tr><th>#</th><th>sample</th><th></th><th>classes golden &rarr; target</th><th>cosine</th><th>rel. Euclid</th><th>replay</th></tr>";
   int k = 0;
@@ -173,7 +181,7 @@ std::string render_evaluate_html(const EvaluateReport& r) {
                      esc(s.id), thumbnail(s, r.preprocess), cls, s.worst_cosine(), s.worst_rel_euclid(), esc(r.replay_command(s)));
   }
   h += "</table></section>";
-  h += "<section><h2>time</h2>" + timing_bars(t) + fmt::format("<p class=\"note\">{:.1f} s wall on {} decoding thread(s), batch {}</p>",
+  h += "<section id=\"time\"><h2>time</h2>" + timing_bars(t) + fmt::format("<p class=\"note\">{:.1f} s wall on {} decoding thread(s), batch {}</p>",
                                                                dbl(t, "wall_s", 0), r.workers, r.batch) + "</section>";
   for (auto& n : r.notes) h += "<p class=\"note\">note: " + esc(n) + "</p>";
   return h + "</main></body></html>\n";

@@ -26,8 +26,9 @@ std::string lower_ext(const std::string& path) {
   return e;
 }
 
-Status check_pixels(uint64_t w, uint64_t h, const std::string& path) {
-  if (w == 0 || h == 0) return Status::invalid(path + ": the image has no pixels");
+Status check_pixels(uint64_t w, uint64_t h, const std::string& path, const char* format) {
+  if (w == 0 || h == 0) return Status::invalid(path + ": corrupt " + format + " (a header of " + std::to_string(w) + "x" +
+                                               std::to_string(h) + " pixels)");
   if (w * h > kMaxPixels)
     return Status::invalid(path + ": " + std::to_string(w) + "x" + std::to_string(h) +
                            " pixels is over the 2^28 this reads");
@@ -41,7 +42,7 @@ Result<Image> decode_jpeg(const std::string& bytes, const std::string& path) {
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj.get(), data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
     return Status::invalid(path + ": not a readable JPEG (" + tjGetErrorStr2(tj.get()) + ")");
-  FERRY_RETURN_IF_ERROR(check_pixels(w, h, path));
+  FERRY_RETURN_IF_ERROR(check_pixels(w, h, path, "JPEG"));
   Image img;
   img.width = w;
   img.height = h;
@@ -58,7 +59,7 @@ Result<Image> decode_png(const std::string& bytes, const std::string& path) {
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()))
     return Status::invalid(path + ": not a readable PNG (" + png.message + ")");
-  Status st = check_pixels(png.width, png.height, path);
+  Status st = check_pixels(png.width, png.height, path, "PNG");
   if (!st.ok()) {
     png_image_free(&png);
     return st;

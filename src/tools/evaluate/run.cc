@@ -115,12 +115,16 @@ Result<std::unique_ptr<Evaluation>> Evaluation::start(const EvaluateOptions& o, 
   if (!o.preprocess.empty()) {
     FERRY_ASSIGN_OR_RETURN(e->pre_, parse_preprocess(o.preprocess));
   }
-  FERRY_ASSIGN_OR_RETURN(e->evaluator_, Evaluator::open(o.model, o.golden, o.target, o.batch, o.thresholds));
+  if (o.preprocess_in_model && !e->pre_)
+    return Status::invalid("--preprocess-in-model needs --preprocess SPEC (what to put in the model)");
+  FERRY_ASSIGN_OR_RETURN(e->evaluator_, Evaluator::open(o.model, o.golden, o.target, o.batch, o.thresholds,
+                                                        o.preprocess_in_model ? &*e->pre_ : nullptr));
   EvaluateReport& rep = e->rep_;
   rep.model = o.model;
   rep.data = data_description;
   rep.labels = o.labels;
   rep.preprocess = e->pre_ ? describe(*e->pre_) : "";
+  if (o.preprocess_in_model) rep.notes.push_back("the preprocessing's per-pixel part ran inside the model (uint8 NHWC input)");
   rep.golden = e->evaluator_->golden_label();
   rep.target = e->evaluator_->target_label();
   rep.target_flags = compare::session_flags_text(o.target, o.target.precision.keep_fp32_file);
