@@ -72,7 +72,7 @@ std::string percentile_row(const char* name, const json& p) {
   for (const char* k : cosine ? cosine_keys : error_keys) {
     if (!p.contains(k)) continue;
     const json& v = p[k];
-    s += "<td>" + esc(k) + " " + (v.is_number() ? fmt::format(cosine ? "{:.6f}" : "{:.4g}", v.get<double>()) : text(v)) + "</td>";
+    s += "<td>" + esc(k) + " " + (!v.is_number() ? text(v) : cosine ? fmt::format("{:.6f}", v.get<double>()) : fmt::format("{:.4g}", v.get<double>())) + "</td>";
   }
   return s + "</tr>";
 }
