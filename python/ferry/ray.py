@@ -31,6 +31,21 @@ from .reports import EvaluateReport
 PathLike = Union[str, os.PathLike]
 
 
+def _token_mode() -> None:
+    """Ray's token authentication stays on. A client sends the token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or
+    ~/.ray/auth_token) only in token mode, which Ray enables by itself for clusters it finds or starts but
+    not for an explicit address, while `ray start` clusters require it. Unless RAY_AUTH_MODE says otherwise,
+    this process uses token mode; when ray was imported already, its cached config is refreshed as Ray's
+    own switch to token mode does."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if "ray" in sys.modules:
+        from ray._raylet import Config
+
+        Config.initialize("")
+
+
 class _EvaluateActor:
     """One ferry evaluation per actor: the model written once from the object store, sessions kept open."""
 
@@ -76,9 +91,7 @@ def evaluate(model: PathLike, data: PathLike, *, out: PathLike, address: Optiona
     call (and stops it after). actors: how many evaluation actors (each ``threads`` CPUs).
     The other arguments are ferry.evaluate's.
     """
-    # Ray's token authentication stays on: a client sends the token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or
-    # ~/.ray/auth_token) only in token mode, which a cluster started by `ray start` requires by default.
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    _token_mode()
     import ray
 
     model = os.fspath(model)
@@ -91,7 +104,12 @@ def evaluate(model: PathLike, data: PathLike, *, out: PathLike, address: Optiona
                             os.fspath(out), th, data, len(rows))
     started = not ray.is_initialized()
     if started:
+        # Workers import the ferry this driver imported (the same folder, when the nodes share it; else
+        # their own installed ferry).
+        here = os.path.dirname(os.path.dirname(os.path.abspath(_ferry.__file__)))
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}},
                  **({} if address else {"num_cpus": max(actors * threads, 1)}))
     start = time.perf_counter()
     try:
