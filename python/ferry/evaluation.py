@@ -126,6 +126,7 @@ def _evaluate_iterable(model: str, data: Iterable[Any], target: Dict[str, Any], 
     ev = _ferry._Evaluation(model, target, "", preprocess, batch, worst, out, thresholds,
                             f"a Python {kind}", total if total is not None else -1)
     inputs = ev.inputs()
+    chunk = ev.chunk()  # whole batches: each session runs them back to back
     bar = _Progress(total, progress)
     start = time.perf_counter()
     waited = 0.0
@@ -152,7 +153,7 @@ def _evaluate_iterable(model: str, data: Iterable[Any], target: Dict[str, Any], 
         waited += time.perf_counter() - t0
         for sample in _samples_of(item, inputs):
             pending.append(sample)
-            if len(pending) == batch:
+            if len(pending) == chunk:
                 flush()
     if pending:
         flush()

@@ -60,14 +60,14 @@ class _EvaluateActor:
         # Its own report folder is scratch: the driver writes the real one.
         self._ev = _ferry._Evaluation(path, target, "", preprocess, batch, 0, os.path.join(self._dir.name, "out"),
                                       thresholds, data, dataset_samples)
-        self._batch = batch
+        self._chunk = self._ev.chunk()
 
     def __call__(self, rows: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
         results: List[str] = []
         n = len(rows["id"])
         before = self._ev.session_seconds()
-        for s in range(0, n, self._batch):
-            e = min(n, s + self._batch)
+        for s in range(0, n, self._chunk):
+            e = min(n, s + self._chunk)
             labels = [None if int(l) < 0 else int(l) for l in rows["label"][s:e]]
             results += self._ev.run_files([str(x) for x in rows["id"][s:e]], [str(x) for x in rows["path"][s:e]],
                                           labels, [int(x) for x in rows["index"][s:e]])

@@ -105,6 +105,7 @@ class PyEvaluation {
     return out;
   }
   int batch() const { return ev_->evaluator().batch(); }
+  int chunk() const { return ev_->evaluator().chunk(); }
 
   // Samples (each a dict of arrays, batch dim optional) with their ids, paths, labels and indices; returns
   // each one's result as JSON text.
@@ -160,7 +161,7 @@ class PyEvaluation {
     t.data_work_s += data_work_s;
     t.golden_s += golden_s;
     t.target_s += target_s;
-    t.wall_s = wall_s;
+    t.wall_s = wall_s + t.open_s;  // Python's clock starts once the model is open
   }
   std::pair<double, double> session_seconds() const {
     return {ev_->evaluator().golden_seconds(), ev_->evaluator().target_seconds()};
@@ -214,6 +215,7 @@ void register_evaluate(py::module_& m) {
            py::arg("worst"), py::arg("out"), py::arg("thresholds"), py::arg("data"), py::arg("dataset_samples"))
       .def("inputs", &PyEvaluation::inputs)
       .def("batch", &PyEvaluation::batch)
+      .def("chunk", &PyEvaluation::chunk)
       .def("run", &PyEvaluation::run, py::arg("samples"), py::arg("ids"), py::arg("paths"), py::arg("labels"),
            py::arg("indices"))
       .def("run_files", &PyEvaluation::run_files, py::arg("ids"), py::arg("paths"), py::arg("labels"),

@@ -131,35 +131,66 @@ std::string Evaluator::target_label() const {
   return s.precision_description() + (t.empty() ? "" : "; " + t);
 }
 
-Result<std::vector<SampleResult>> Evaluator::evaluate(const std::vector<std::map<std::string, Tensor>>& samples) {
-  if (samples.empty() || static_cast<int>(samples.size()) > batch_)
-    return Status::invalid("evaluate: give 1 to " + std::to_string(batch_) + " samples at a time");
-  std::map<std::string, Tensor> feeds;
+int Evaluator::chunk() const {
+  // Inputs of up to 32 samples and 64 MiB: enough that each session's weights are read once per chunk
+  // rather than once per batch (alternating two sessions batch by batch evicts each other's weights
+  // from the cache), little enough to keep memory flat.
+  int64_t sample_bytes = 0;
   for (const ModelInput& in : inputs_) {
-    std::vector<const Tensor*> rows;
-    for (auto& s : samples) {
-      auto it = s.find(in.name);
-      if (it == s.end()) return Status::invalid("a sample lacks input '" + in.name + "'");
-      rows.push_back(&it->second);
-    }
-    FERRY_ASSIGN_OR_RETURN(feeds[in.name], stack(rows, batch_));
+    int64_t n = static_cast<int64_t>(dtype_size(in.dtype));
+    for (size_t i = 1; i < in.dims.size(); ++i) n *= std::max<int64_t>(in.dims[i], 1);
+    sample_bytes += n;
   }
-  auto t0 = std::chrono::steady_clock::now();
-  FERRY_ASSIGN_OR_RETURN(auto golden, golden_->run_tensors(feeds));
-  auto t1 = std::chrono::steady_clock::now();
-  golden_s_ += std::chrono::duration<double>(t1 - t0).count();
-  FERRY_ASSIGN_OR_RETURN(auto target, target_->run_tensors(feeds));
-  target_s_ += seconds_since(t1);
+  const int64_t by_memory = (int64_t{64} << 20) / std::max<int64_t>(sample_bytes, 1);
+  const int64_t batches = std::max<int64_t>(1, std::min<int64_t>(32, by_memory) / batch_);
+  return static_cast<int>(batches * batch_);
+}
+
+Result<std::vector<SampleResult>> Evaluator::evaluate(const std::vector<std::map<std::string, Tensor>>& samples) {
+  if (samples.empty() || static_cast<int>(samples.size()) > chunk())
+    return Status::invalid("evaluate: give 1 to " + std::to_string(chunk()) + " samples at a time");
+  // The samples in batches, each stacked.
+  std::vector<std::map<std::string, Tensor>> feeds;
+  for (size_t first = 0; first < samples.size(); first += static_cast<size_t>(batch_)) {
+    const size_t count = std::min(samples.size() - first, static_cast<size_t>(batch_));
+    std::map<std::string, Tensor> f;
+    for (const ModelInput& in : inputs_) {
+      std::vector<const Tensor*> rows;
+      for (size_t i = first; i < first + count; ++i) {
+        auto it = samples[i].find(in.name);
+        if (it == samples[i].end()) return Status::invalid("a sample lacks input '" + in.name + "'");
+        rows.push_back(&it->second);
+      }
+      FERRY_ASSIGN_OR_RETURN(f[in.name], stack(rows, batch_));
+    }
+    feeds.push_back(std::move(f));
+  }
+  // Every batch on the golden, then every batch on the target.
+  using Outputs = std::vector<std::pair<std::string, Tensor>>;
+  auto run_all = [&](runtime::ModelSession& s, double& seconds) -> Result<std::vector<Outputs>> {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Outputs> all;
+    for (auto& f : feeds) {
+      FERRY_ASSIGN_OR_RETURN(Outputs o, s.run_tensors(f));
+      all.push_back(std::move(o));
+    }
+    seconds += seconds_since(t0);
+    return all;
+  };
+  FERRY_ASSIGN_OR_RETURN(std::vector<Outputs> golden, run_all(*golden_, golden_s_));
+  FERRY_ASSIGN_OR_RETURN(std::vector<Outputs> target, run_all(*target_, target_s_));
   std::vector<SampleResult> out(samples.size());
-  for (size_t o = 0; o < golden.size() && o < target.size(); ++o) {
-    const std::string& name = golden[o].first;
-    for (size_t i = 0; i < samples.size(); ++i) {
-      FERRY_ASSIGN_OR_RETURN(Tensor g, row_of(golden[o].second, static_cast<int>(i), batch_, name));
-      FERRY_ASSIGN_OR_RETURN(Tensor t, row_of(target[o].second, static_cast<int>(i), batch_, name));
-      FERRY_ASSIGN_OR_RETURN(OutputResult r, judge_output(name, g, t, th_));
-      out[i].outputs.push_back(std::move(r));
+  for (size_t b = 0; b < feeds.size(); ++b)
+    for (size_t o = 0; o < golden[b].size() && o < target[b].size(); ++o) {
+      const std::string& name = golden[b][o].first;
+      for (size_t i = b * batch_; i < std::min(samples.size(), (b + 1) * static_cast<size_t>(batch_)); ++i) {
+        const int row = static_cast<int>(i - b * batch_);
+        FERRY_ASSIGN_OR_RETURN(Tensor g, row_of(golden[b][o].second, row, batch_, name));
+        FERRY_ASSIGN_OR_RETURN(Tensor t, row_of(target[b][o].second, row, batch_, name));
+        FERRY_ASSIGN_OR_RETURN(OutputResult r, judge_output(name, g, t, th_));
+        out[i].outputs.push_back(std::move(r));
+      }
     }
-  }
   return out;
 }
 

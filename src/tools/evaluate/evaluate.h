@@ -36,8 +36,11 @@ class Evaluator {
                                                  const PreprocessSpec* in_model = nullptr);
   const std::vector<ModelInput>& inputs() const { return inputs_; }
   int batch() const { return batch_; }
-  // Up to batch() samples (fewer: the batch is padded with copies of the last and the extra rows dropped).
-  // Results come back with outputs and classes filled; index, id, path and label are the caller's.
+  // Samples per evaluate() call: whole batches, up to 32 samples and 64 MiB of inputs.
+  int chunk() const;
+  // Up to chunk() samples, run batch by batch: every batch on the golden, then every batch on the target
+  // (a short last batch is padded with copies of its last sample and the extra rows dropped). Results come
+  // back with outputs and classes filled; index, id, path and label are the caller's.
   Result<std::vector<SampleResult>> evaluate(const std::vector<std::map<std::string, Tensor>>& samples);
   // Label correctness of a result (first classifier output), from the classes and top-5 it keeps.
   static void judge_label(SampleResult& r);
@@ -79,6 +82,9 @@ struct Timing {
   double data_wait_s = 0;   // the sessions waited for samples (the pipeline starving them)
   double data_work_s = 0;   // decoding and preprocessing, summed over the worker threads
   double golden_s = 0, target_s = 0;
+  double open_s = 0;  // reading and preparing the model (golden and target), inside wall_s
+  // Samples per second once the model is open (what a longer run converges to).
+  double rate(int64_t samples) const;
 };
 
 struct EvaluateReport {

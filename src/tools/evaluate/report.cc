@@ -12,6 +12,11 @@ namespace ferry::tools::evaluate {
 
 namespace fs = std::filesystem;
 
+double Timing::rate(int64_t samples) const {
+  const double run = wall_s - open_s;
+  return run > 0 ? static_cast<double>(samples) / run : 0;
+}
+
 std::string EvaluateReport::replay_command(const SampleResult& s) const {
   if (s.replay.empty()) return "";
   return "ferry compare " + model + " --inputs " + s.replay + (target_flags.empty() ? "" : " " + target_flags) +
@@ -24,7 +29,7 @@ nlohmann::json report_to_json(const EvaluateReport& r) {
     for (auto& s : r.aggregate.worst())
       if (s.id == w["id"] && !s.replay.empty()) w["replay_command"] = r.replay_command(s);
   }
-  const double rate = r.timing.wall_s > 0 ? static_cast<double>(r.aggregate.samples()) / r.timing.wall_s : 0;
+  const double rate = r.timing.rate(r.aggregate.samples());
   nlohmann::json j = {{"schema", "ferry.evaluate/1"},
                       {"model", r.model},
                       {"data", r.data},
@@ -43,6 +48,7 @@ nlohmann::json report_to_json(const EvaluateReport& r) {
                         {"data_work_s", r.timing.data_work_s},
                         {"golden_s", r.timing.golden_s},
                         {"target_s", r.timing.target_s},
+                        {"open_s", r.timing.open_s},
                         {"samples_per_s", rate}}},
                       {"samples_file", r.samples_file},
                       {"result", agg}};
@@ -71,8 +77,8 @@ Result<EvaluateReport> report_from_json(const nlohmann::json& j, const std::stri
     r.dataset_samples = j.at("dataset_samples").get<int64_t>();
     r.classes = j.value("classes", std::vector<std::string>{});
     auto& t = j.at("timing");
-    r.timing = {t.at("wall_s").get<double>(), t.at("data_wait_s").get<double>(), t.at("data_work_s").get<double>(),
-                t.at("golden_s").get<double>(), t.at("target_s").get<double>()};
+    r.timing = {t.at("wall_s").get<double>(),   t.at("data_wait_s").get<double>(), t.at("data_work_s").get<double>(),
+                t.at("golden_s").get<double>(), t.at("target_s").get<double>(),    t.value("open_s", 0.0)};
     r.samples_file = j.value("samples_file", "");
     r.parts = j.value("parts", std::vector<std::string>{});
     r.notes = j.value("notes", std::vector<std::string>{});
@@ -124,6 +130,7 @@ Result<EvaluateReport> merge_reports(const std::vector<std::string>& files) {
     FERRY_RETURN_IF_ERROR(out.aggregate.merge(p.aggregate, files[i]));
     // Shards ran side by side: the merged wall time is the longest; the work adds up.
     out.timing.wall_s = std::max(out.timing.wall_s, p.timing.wall_s);
+    out.timing.open_s = std::max(out.timing.open_s, p.timing.open_s);
     out.timing.data_wait_s += p.timing.data_wait_s;
     out.timing.data_work_s += p.timing.data_work_s;
     out.timing.golden_s += p.timing.golden_s;
@@ -201,10 +208,10 @@ std::string format_report(const EvaluateReport& r) {
     if (!a.worst().front().replay.empty()) s += "replay the worst: " + r.replay_command(a.worst().front()) + "\n";
   }
   const Timing& t = r.timing;
-  s += fmt::format("\ntime: {:.1f} s wall, {:.1f} samples/s; golden {:.1f} s, target {:.1f} s, data {:.1f} s of work on "
-                   "{} thread(s) ({:.1f} s waited for)\n",
-                   t.wall_s, t.wall_s > 0 ? a.samples() / t.wall_s : 0.0, t.golden_s, t.target_s, t.data_work_s,
-                   r.workers, t.data_wait_s);
+  s += fmt::format("\ntime: {:.1f} s wall ({:.1f} s opening the model), {:.1f} samples/s; golden {:.1f} s, target {:.1f} s, "
+                   "data {:.1f} s of work on {} thread(s) ({:.1f} s waited for)\n",
+                   t.wall_s, t.open_s, t.rate(a.samples()), t.golden_s, t.target_s, t.data_work_s, r.workers,
+                   t.data_wait_s);
   for (auto& n : r.notes) s += "note: " + n + "\n";
   return s;
 }

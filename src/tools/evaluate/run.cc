@@ -117,8 +117,10 @@ Result<std::unique_ptr<Evaluation>> Evaluation::start(const EvaluateOptions& o, 
   }
   if (o.preprocess_in_model && !e->pre_)
     return Status::invalid("--preprocess-in-model needs --preprocess SPEC (what to put in the model)");
+  const auto t0 = std::chrono::steady_clock::now();
   FERRY_ASSIGN_OR_RETURN(e->evaluator_, Evaluator::open(o.model, o.golden, o.target, o.batch, o.thresholds,
                                                         o.preprocess_in_model ? &*e->pre_ : nullptr));
+  e->rep_.timing.open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EvaluateReport& rep = e->rep_;
   rep.model = o.model;
   rep.data = data_description;
@@ -219,11 +221,12 @@ Result<EvaluateReport> run_evaluate(const EvaluateOptions& o) {
                            std::to_string(ds.samples.size()) + " samples leave this shard none");
   FERRY_ASSIGN_OR_RETURN(auto ev, Evaluation::start(o, o.data, static_cast<int64_t>(ds.samples.size())));
   const int workers = o.workers > 0 ? o.workers : 2;
+  const size_t chunk = static_cast<size_t>(ev->evaluator().chunk());
   Prefetcher pf(samples, ev->inputs(), ev->preprocess() ? &*ev->preprocess() : nullptr, workers,
-                static_cast<size_t>(o.batch) * 2 + static_cast<size_t>(workers));
+                chunk * 2 + static_cast<size_t>(workers));
   const size_t n = samples.size();
-  for (size_t first = 0; first < n; first += static_cast<size_t>(o.batch)) {
-    const size_t count = std::min(n - first, static_cast<size_t>(o.batch));
+  for (size_t first = 0; first < n; first += chunk) {
+    const size_t count = std::min(n - first, chunk);
     std::vector<Feeds> batch;
     std::vector<SampleRef> refs;
     std::vector<int64_t> indices;
