@@ -104,7 +104,8 @@ Result<std::unique_ptr<Evaluator>> Evaluator::open(const std::string& model, run
     FERRY_ASSIGN_OR_RETURN(e->golden_, runtime::ModelSession::open(model, golden));
     FERRY_ASSIGN_OR_RETURN(e->target_, runtime::ModelSession::open(model, target));
   } else {
-    if (batch > 1) golden.batch = target.batch = batch;
+    // The batch fixed in the graph: static shapes plan once (a symbolic batch re-infers shapes every run).
+    golden.batch = target.batch = batch;
     frontend::ImportOptions imp;
     imp.allow_newer_opset = target.allow_newer_opset;
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, frontend::load_onnx(model, imp));
