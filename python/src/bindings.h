@@ -2,12 +2,16 @@
 // subclasses), arrays (numpy <-> ferry::Tensor), the Session class, and the tools (check, compile,
 // compare, bench) whose reports cross as the CLI's JSON text.
 #pragma once
+#include <map>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "core/status.h"
 #include "core/tensor.h"
 #include "runtime/session.h"
+#include "tools/compare/metrics.h"
 
 namespace ferry::python {
 
@@ -41,6 +45,9 @@ std::string ort_type_name(DType t);
 // SessionOptions from ferry.Session's keyword arguments (session.py documents them); the CLI's defaults
 // (cpu backend, opt level 2) where one is not given. Unknown keys and bad values raise InvalidArgument.
 runtime::SessionOptions session_options(const py::dict& options);
+
+// compare's thresholds from a dict (cosine, rel_euclid, atol, rtol); other keys raise InvalidArgument.
+tools::compare::Thresholds compare_thresholds(const std::map<std::string, double>& given);
 
 void register_session(py::module_& m);
 void register_tools(py::module_& m);

@@ -18,21 +18,14 @@ ev::EvaluateOptions evaluate_options(const std::string& model, const py::dict& t
   ev::EvaluateOptions o;
   o.model = model;
   o.target = session_options(target);
-  // The golden: fp32 on this CPU with the target's threads and kernel choices (as the CLI).
-  o.golden = session_options(py::dict());
-  o.golden.backend_options = o.target.backend_options;
-  o.golden.allow_newer_opset = o.target.allow_newer_opset;
+  o.golden = ev::golden_options_for(o.target);
   o.labels = labels;
   o.preprocess = preprocess;
   o.batch = batch;
   o.workers = workers;
   o.worst = worst;
   o.out_dir = out;
-  for (const auto& [k, v] : thresholds) {
-    if (k == "cosine") o.thresholds.cosine_min = v;
-    else if (k == "rel_euclid") o.thresholds.rel_euclid_max = v;
-    else raise_status(Status::invalid("unknown threshold '" + k + "' (cosine, rel_euclid)"));
-  }
+  o.thresholds = compare_thresholds(thresholds);
   return o;
 }
 

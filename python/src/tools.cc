@@ -68,13 +68,7 @@ std::string compare_json(const std::string& model, const std::string& golden, co
   o.single_op = single_op;
   o.ranges = ranges;
   o.repro_dir = repro;
-  for (const auto& [k, v] : thresholds) {
-    if (k == "cosine") o.thresholds.cosine_min = v;
-    else if (k == "rel_euclid") o.thresholds.rel_euclid_max = v;
-    else if (k == "atol") o.thresholds.atol = v;
-    else if (k == "rtol") o.thresholds.rtol = v;
-    else raise_status(Status::invalid("unknown threshold '" + k + "' (cosine, rel_euclid, atol, rtol)"));
-  }
+  o.thresholds = compare_thresholds(thresholds);
   auto r = without_gil([&] {
     frontend::ImportCache import_cache;  // the golden and the candidate import the model once
     return tools::compare::run_compare(o);
@@ -111,6 +105,18 @@ std::string bench_json(const std::string& model, const py::dict& session, const 
 }
 
 }  // namespace
+
+tools::compare::Thresholds compare_thresholds(const std::map<std::string, double>& given) {
+  tools::compare::Thresholds th;
+  for (const auto& [k, v] : given) {
+    if (k == "cosine") th.cosine_min = v;
+    else if (k == "rel_euclid") th.rel_euclid_max = v;
+    else if (k == "atol") th.atol = v;
+    else if (k == "rtol") th.rtol = v;
+    else raise_status(Status::invalid("unknown threshold '" + k + "' (cosine, rel_euclid, atol, rtol)"));
+  }
+  return th;
+}
 
 void register_tools(py::module_& m) {
   m.def("_check", &check_json, py::arg("model"), py::arg("target"), py::arg("shapes"));

@@ -89,10 +89,7 @@ int run_evaluate_cmd(const EvaluateArgs& a) {
   o.preprocess = a.preprocess;
   o.preprocess_in_model = a.preprocess_in_model;
   o.target = session_options(a.session);
-  // The golden: the same model in fp32 on this CPU, with the target's threads and kernel choices.
-  o.golden = session_options(SessionFlags{});
-  o.golden.backend_options = o.target.backend_options;
-  o.golden.allow_newer_opset = o.target.allow_newer_opset;
+  o.golden = tools::evaluate::golden_options_for(o.target);
   o.thresholds = a.th;
   o.batch = a.batch;
   o.workers = a.workers;

@@ -89,6 +89,15 @@ Result<OutputResult> judge_output(const std::string& name, const Tensor& g, cons
 
 }  // namespace
 
+runtime::SessionOptions golden_options_for(const runtime::SessionOptions& target) {
+  runtime::SessionOptions g;
+  g.backend = "cpu";
+  g.opt_level = 2;
+  g.backend_options = target.backend_options;
+  g.allow_newer_opset = target.allow_newer_opset;
+  return g;
+}
+
 Result<std::unique_ptr<Evaluator>> Evaluator::open(const std::string& model, runtime::SessionOptions golden,
                                                    runtime::SessionOptions target, int batch,
                                                    const compare::Thresholds& th, const PreprocessSpec* in_model) {

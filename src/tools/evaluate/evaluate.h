@@ -57,6 +57,10 @@ class Evaluator {
   double golden_s_ = 0, target_s_ = 0;
 };
 
+// The golden's options for a target: fp32 on this CPU (cpu backend, opt level 2) with the target's threads,
+// kernel choices and opset leniency.
+runtime::SessionOptions golden_options_for(const runtime::SessionOptions& target);
+
 struct EvaluateOptions {
   std::string model;
   std::string data;        // folder or manifest (samples.h)
