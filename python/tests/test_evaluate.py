@@ -108,7 +108,9 @@ def free_port():
 def test_ray_cluster_gives_the_local_report(work, ferry_cli):
     pytest.importorskip("ray.data")
     d = work["dir"]
-    local = ferry.evaluate(work["model"], work["data"], out=d / "local", preprocess=SPEC, precision="fp16", worst=10)
+    # One thread everywhere, as each Ray actor has: the same kernels in the same order, the same numbers.
+    local = ferry.evaluate(work["model"], work["data"], out=d / "local", preprocess=SPEC, precision="fp16", worst=10,
+                           threads=1)
     port = free_port()
     ray = os.path.join(VENV_BIN, "ray")
     env = dict(os.environ, RAY_AUTH_MODE="token")
@@ -119,13 +121,14 @@ def test_ray_cluster_gives_the_local_report(work, ferry_cli):
         assert started.returncode == 0, started.stderr[-2000:]
         address = "127.0.0.1:%d" % port
         remote = ferry.ray.evaluate(work["model"], work["data"], out=d / "ray", address=address, actors=2,
-                                    preprocess=SPEC, precision="fp16", worst=10)
+                                    preprocess=SPEC, precision="fp16", worst=10, threads=1)
         assert per_sample(d / "ray") == per_sample(d / "local")
         assert aggregates(remote) == aggregates(local)
         assert any("Ray" in n for n in remote["notes"])
         # The CLI's --ray runs the same through the project's python.
         p = subprocess.run([ferry_cli, "evaluate", work["model"], "--data", work["data"], "-o", str(d / "ray_cli"),
-                            "--preprocess", SPEC, "--precision", "fp16", "--worst", "10", "--ray", address],
+                            "--preprocess", SPEC, "--precision", "fp16", "--worst", "10", "--threads", "1",
+                            "--ray", address],
                            capture_output=True, text=True, timeout=600, env=dict(os.environ, FERRY_PYTHON=sys.executable))
         assert p.returncode in (0, 3), p.stderr[-2000:]
         assert per_sample(d / "ray_cli") == per_sample(d / "local")

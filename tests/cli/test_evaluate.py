@@ -70,8 +70,10 @@ rc, out, err, rep = evaluate("fp16", "--preprocess", SPEC, "--precision", "fp16"
 res = rep.get("result", {})
 o = res.get("outputs", [{}])[0]
 check("fp16: exit 3 (some samples fail)", rc == 3, (rc, err[-800:]))
-check("fp16: agreement reported, the planted samples disagree",
-      o.get("classifier_samples") == total and o.get("top1_agree") == total - len(planted), o.get("top1_agree"))
+# Random weights leave a few images with two near-tied logits, which fp16 rounding may also flip.
+check("fp16: agreement reported, the planted samples and at most a few near-ties disagree",
+      o.get("classifier_samples") == total and total - len(planted) - 3 <= o.get("top1_agree", -1) <= total - len(planted),
+      o.get("top1_agree"))
 check("fp16: metric percentiles", all(k in o.get("cosine", {}) for k in ("min", "p1", "p50")) and
       all(k in o.get("max_abs", {}) for k in ("p50", "p99", "max")), o.get("cosine"))
 worst = res.get("worst", [])
