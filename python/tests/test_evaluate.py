@@ -134,3 +134,23 @@ def test_ray_cluster_gives_the_local_report(work, ferry_cli):
         assert per_sample(d / "ray_cli") == per_sample(d / "local")
     finally:
         subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+
+
+def test_decoding_and_resize_match_pil_and_torch(work):
+    """PNG pixels as PIL decodes them; the shorter-side resize as torch's bilinear interpolation with
+    half-pixel centers and no antialiasing (what docs/evaluate.md says it is), to rounding."""
+    torch = pytest.importorskip("torch")
+    from PIL import Image
+
+    png = next(os.path.join(work["data"], i) for i in work["images"] if i.endswith(".png"))
+    pil = np.asarray(Image.open(png).convert("RGB"))
+    same = ferry.preprocess_image(png, "layout=nhwc,dtype=uint8")
+    assert same.shape == (1,) + pil.shape and np.array_equal(same[0], pil)
+    out = ferry.preprocess_image(png, "resize=97,layout=nhwc,dtype=uint8")[0]
+    h, w = pil.shape[:2]
+    size = (97, round(w * 97 / h)) if h <= w else (round(h * 97 / w), 97)
+    assert out.shape[:2] == size
+    ref = torch.nn.functional.interpolate(torch.from_numpy(pil).permute(2, 0, 1)[None].double(), size=size,
+                                          mode="bilinear", align_corners=False, antialias=False)
+    ref = ref[0].permute(1, 2, 0).numpy()
+    assert np.abs(out.astype(np.float64) - ref).max() <= 0.5 + 1e-6
