@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds, runs every test (unit, bad-input, ONNX
-# conformance, model tests against PyTorch and ONNX Runtime) through CTest.
+# conformance, model tests against PyTorch and ONNX Runtime) through CTest. `--sanitize`: the sanitizer
+# run instead (scripts/sanitize.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+if [ "${1:-}" = "--sanitize" ]; then
+  # The unit tests, the bad-input tests and a conformance subset built with AddressSanitizer and
+  # UndefinedBehaviorSanitizer (build-asan/, RelWithDebInfo): any report fails the run.
+  shift
+  exec bash scripts/sanitize.sh "$@"
+fi
 bash scripts/setup.sh
 bash scripts/build.sh
 cd build
