@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -22,6 +21,7 @@ import numpy as np
 
 from . import _ferry
 from .reports import EvaluateReport
+from .tools import _session_options
 
 PathLike = Union[str, os.PathLike]
 
@@ -35,22 +35,11 @@ def _thresholds(cosine: Optional[float], rel_euclid: Optional[float]) -> Dict[st
     return t
 
 
-def _target(target: Optional[str], precision: Optional[str], keep_fp32: Optional[Sequence[str]],
-            threads: Optional[int], opt_level: int, backend: str) -> Dict[str, Any]:
-    return {"target": target, "precision": precision, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
-            "threads": threads, "opt_level": opt_level, "backend": backend}
-
-
-def _shard(shard: Union[None, str, Tuple[int, int]]) -> Tuple[int, int]:
-    if shard is None:
-        return 0, 1
-    if isinstance(shard, str):
-        i, _, n = shard.partition("/")
-        try:
-            return int(i), int(n)
-        except ValueError:
-            raise _ferry.InvalidArgument(f"shard {shard!r}: want 'i/N' or (i, N)") from None
-    return int(shard[0]), int(shard[1])
+def _shard(shard: Union[None, str, Tuple[int, int]]) -> str:
+    """The CLI's "i/N" (parsed and checked by the library)."""
+    if shard is None or isinstance(shard, str):
+        return shard or ""
+    return "%d/%d" % (shard[0], shard[1])
 
 
 def _array(x: Any) -> np.ndarray:
@@ -182,12 +171,11 @@ def evaluate(model: PathLike, data: Union[PathLike, Iterable[Any]], *, out: Path
     from ``(inputs, label)`` items. preprocess: a spec such as "imagenet" or "resize=256,crop=224,..." (images).
     shard: "i/N" or (i, N), for ``merge``. progress: a progress line on stderr (default: when it is a terminal).
     """
-    tgt = _target(target, precision, keep_fp32, threads, opt_level, backend)
+    tgt = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None)
     th = _thresholds(cosine, rel_euclid)
     if isinstance(data, (str, os.PathLike)):
-        i, n = _shard(shard)
         text, summary = _ferry._evaluate(os.fspath(model), os.fspath(data), tgt, os.fspath(labels) if labels else "",
-                                         preprocess or "", batch, workers or 0, worst, i, n, os.fspath(out), th)
+                                         preprocess or "", batch, workers or 0, worst, _shard(shard), os.fspath(out), th)
         return EvaluateReport(json.loads(text), summary)
     if labels is not None or shard is not None:
         raise _ferry.InvalidArgument("evaluate: labels= and shard= go with a folder or manifest; an iterable gives "

@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _ferry
-from .evaluation import _target, _thresholds
+from .evaluation import _thresholds
+from .tools import _session_options
 from .reports import EvaluateReport
 
 PathLike = Union[str, os.PathLike]
@@ -97,7 +98,7 @@ def evaluate(model: PathLike, data: PathLike, *, out: PathLike, address: Optiona
     model = os.fspath(model)
     data = os.fspath(data)
     rows = _ferry._list_samples(data, os.fspath(labels) if labels else "")
-    tgt = _target(target, precision, keep_fp32, threads, opt_level, backend)
+    tgt = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None)
     th = _thresholds(cosine, rel_euclid)
     # The driver's evaluation aggregates, writes OUT and reloads the worst cases; it runs no sample.
     ev = _ferry._Evaluation(model, tgt, os.fspath(labels) if labels else "", preprocess or "", batch, worst,

@@ -37,12 +37,11 @@ std::pair<std::string, std::string> finish_report(ev::EvaluateReport rep) {
 std::pair<std::string, std::string> evaluate_path(const std::string& model, const std::string& data,
                                                   const py::dict& target, const std::string& labels,
                                                   const std::string& preprocess, int batch, int workers, int worst,
-                                                  int shard_index, int shard_count, const std::string& out,
+                                                  const std::string& shard, const std::string& out,
                                                   const std::map<std::string, double>& thresholds) {
   ev::EvaluateOptions o = evaluate_options(model, target, labels, preprocess, batch, workers, worst, out, thresholds);
   o.data = data;
-  o.shard_index = shard_index;
-  o.shard_count = shard_count;
+  if (!shard.empty()) std::tie(o.shard_index, o.shard_count) = unwrap(ev::parse_shard(shard));
   auto r = [&] {
     py::gil_scoped_release nogil;
     return ev::run_evaluate(o);
@@ -71,8 +70,7 @@ py::object preprocess_image(const std::string& path, const std::string& spec, bo
     py::gil_scoped_release nogil;
     FERRY_ASSIGN_OR_RETURN(ev::Image img, ev::decode_image(path));
     FERRY_ASSIGN_OR_RETURN(ev::Image geo, ev::apply_geometry(img, s, path));
-    if (uint8_image) return ev::image_to_uint8_nhwc(geo);
-    return ev::image_to_tensor(geo, s);
+    return uint8_image ? ev::image_to_uint8_nhwc(geo) : ev::image_to_tensor(geo, s);
   }();
   return array_from_tensor(unwrap(std::move(t)));
 }
@@ -97,7 +95,6 @@ class PyEvaluation {
     for (auto& in : ev_->inputs()) out.append(py::make_tuple(in.name, std::string(dtype_name(in.dtype)), in.dims));
     return out;
   }
-  int batch() const { return ev_->evaluator().batch(); }
   int chunk() const { return ev_->evaluator().chunk(); }
 
   // Samples (each a dict of arrays, batch dim optional) with their ids, paths, labels and indices; returns
@@ -196,8 +193,8 @@ class PyEvaluation {
 
 void register_evaluate(py::module_& m) {
   m.def("_evaluate", &evaluate_path, py::arg("model"), py::arg("data"), py::arg("target"), py::arg("labels"),
-        py::arg("preprocess"), py::arg("batch"), py::arg("workers"), py::arg("worst"), py::arg("shard_index"),
-        py::arg("shard_count"), py::arg("out"), py::arg("thresholds"));
+        py::arg("preprocess"), py::arg("batch"), py::arg("workers"), py::arg("worst"), py::arg("shard"),
+        py::arg("out"), py::arg("thresholds"));
   m.def("_merge_evaluations", &merge, py::arg("files"), py::arg("out"));
   m.def("_list_samples", &list_samples, py::arg("data"), py::arg("labels") = "");
   m.def("_preprocess_image", &preprocess_image, py::arg("path"), py::arg("spec"), py::arg("uint8_image"));
@@ -207,7 +204,6 @@ void register_evaluate(py::module_& m) {
            py::arg("model"), py::arg("target"), py::arg("labels"), py::arg("preprocess"), py::arg("batch"),
            py::arg("worst"), py::arg("out"), py::arg("thresholds"), py::arg("data"), py::arg("dataset_samples"))
       .def("inputs", &PyEvaluation::inputs)
-      .def("batch", &PyEvaluation::batch)
       .def("chunk", &PyEvaluation::chunk)
       .def("run", &PyEvaluation::run, py::arg("samples"), py::arg("ids"), py::arg("paths"), py::arg("labels"),
            py::arg("indices"))

@@ -28,14 +28,6 @@ struct EvaluateArgs {
   tools::compare::Thresholds th;
 };
 
-Result<std::pair<int, int>> parse_shard(const std::string& s) {
-  int i = 0, n = 0;
-  char tail = 0;
-  if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
-    return Status::invalid("--shard " + s + ": want i/N with 0 <= i < N (e.g. 0/4)");
-  return std::make_pair(i, n);
-}
-
 int finish(const tools::evaluate::EvaluateReport& rep) {
   Status st = tools::evaluate::write_report_files(rep);
   if (!st.ok()) return report_error(st);
@@ -96,7 +88,7 @@ int run_evaluate_cmd(const EvaluateArgs& a) {
   o.worst = a.worst;
   o.out_dir = a.out;
   if (!a.shard.empty()) {
-    auto s = parse_shard(a.shard);
+    auto s = tools::evaluate::parse_shard(a.shard);
     if (!s.ok()) return report_error(s.status());
     std::tie(o.shard_index, o.shard_count) = *s;
   }

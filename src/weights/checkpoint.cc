@@ -61,4 +61,16 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   return Status::invalid(path + ": not a checkpoint ferry recognises; " + kFormats);
 }
 
+std::optional<DType> dtype_named(std::span<const DtypeName> table, std::string_view name) {
+  for (const DtypeName& d : table)
+    if (d.name == name) return d.dtype;
+  return std::nullopt;
+}
+
+std::string_view name_of_dtype(std::span<const DtypeName> table, DType dtype) {
+  for (const DtypeName& d : table)
+    if (d.dtype == dtype) return d.name;
+  return {};
+}
+
 }  // namespace ferry::weights

@@ -3,7 +3,10 @@
 // (weights/pickle.h). The format is recognised by the file's bytes, not its name, except MindSpore's
 // protobuf, which has no magic number and is recognised by its .ckpt extension.
 #pragma once
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,6 +35,14 @@ struct Checkpoint {
 
   const CheckpointTensor* find(const std::string& key) const;
 };
+
+// A file format's own dtype names ("F32" in safetensors, "Float32" in MindSpore) and the lookups both ways.
+struct DtypeName {
+  std::string_view name;
+  DType dtype;
+};
+std::optional<DType> dtype_named(std::span<const DtypeName> table, std::string_view name);
+std::string_view name_of_dtype(std::span<const DtypeName> table, DType dtype);  // "" when absent
 
 // Reads a checkpoint of any supported format.
 Result<Checkpoint> read_checkpoint(const std::string& path);

@@ -17,23 +17,13 @@ namespace {
 // Beyond ONNX-sized protobufs nobody writes a single .ckpt; protobuf itself caps messages at 2 GiB.
 constexpr uint64_t kMaxCkptBytes = uint64_t{2} << 30;
 
-struct MsDtype {
-  std::string_view name;
-  DType dtype;
-};
-constexpr MsDtype kMsDtypes[] = {
+constexpr DtypeName kMsDtypes[] = {
     {"Float32", DType::kFloat32}, {"Float16", DType::kFloat16}, {"BFloat16", DType::kBFloat16},
     {"Float64", DType::kFloat64}, {"Int8", DType::kInt8},       {"Int16", DType::kInt16},
     {"Int32", DType::kInt32},     {"Int64", DType::kInt64},     {"UInt8", DType::kUInt8},
     {"UInt16", DType::kUInt16},   {"UInt32", DType::kUInt32},   {"UInt64", DType::kUInt64},
     {"Bool", DType::kBool},
 };
-
-std::optional<DType> ms_dtype(std::string_view name) {
-  for (const MsDtype& d : kMsDtypes)
-    if (d.name == name) return d.dtype;
-  return std::nullopt;
-}
 
 struct Pending {
   DType dtype;
@@ -47,7 +37,7 @@ Status add_value(const ferry::mindspore::Checkpoint::Value& v, const std::string
     return Status::invalid(path + ": a checkpoint value without " + std::string(v.has_tag() ? "a tensor" : "a name"));
   const std::string where = path + ": parameter '" + v.tag() + "'";
   const auto& t = v.tensor();
-  std::optional<DType> dtype = ms_dtype(t.tensor_type());
+  std::optional<DType> dtype = dtype_named(kMsDtypes, t.tensor_type());
   if (!dtype) return Status::unsupported(where + ": tensor type '" + t.tensor_type() + "' is not supported");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   auto [it, fresh] = params.try_emplace(v.tag(), Pending{*dtype, dims, ""});
@@ -79,11 +69,7 @@ Result<Tensor> to_tensor(const std::string& key, Pending& p, const std::string& 
 
 }  // namespace
 
-std::string_view mindspore_dtype_name(DType t) {
-  for (const MsDtype& d : kMsDtypes)
-    if (d.dtype == t) return d.name;
-  return {};
-}
+std::string_view mindspore_dtype_name(DType t) { return name_of_dtype(kMsDtypes, t); }
 
 Result<Checkpoint> read_mindspore_ckpt(const std::string& path) {
   ReadOnlyFile f;

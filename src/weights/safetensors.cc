@@ -17,10 +17,6 @@ namespace {
 // safetensors' own cap on the header is 100 MB.
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 
-struct DtypeName {
-  std::string_view name;
-  DType dtype;
-};
 constexpr DtypeName kDtypes[] = {
     {"F64", DType::kFloat64}, {"F32", DType::kFloat32}, {"F16", DType::kFloat16}, {"BF16", DType::kBFloat16},
     {"I64", DType::kInt64},   {"I32", DType::kInt32},   {"I16", DType::kInt16},   {"I8", DType::kInt8},
@@ -45,9 +41,9 @@ Result<Entry> parse_entry(const std::string& key, const nlohmann::ordered_json& 
   Entry e;
   e.key = key;
   const std::string name = dt.get<std::string>();
-  auto it = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return d.name == name; });
-  if (it == std::end(kDtypes)) return Status::unsupported(where + ": dtype " + name + " is not supported");
-  e.dtype = it->dtype;
+  std::optional<DType> dtype = dtype_named(kDtypes, name);
+  if (!dtype) return Status::unsupported(where + ": dtype " + name + " is not supported");
+  e.dtype = *dtype;
   for (const auto& d : shape) {
     if (!d.is_number_unsigned()) return Status::invalid(where + ": shape holds a value that is not a size");
     if (d.get<uint64_t>() > (uint64_t{1} << 62)) return Status::invalid(where + ": absurd dimension");

@@ -22,10 +22,9 @@ namespace {
 // A histogram of a sketch's values on a log axis (quarter-decade bins), zeros in their own bar.
 std::string distribution(const json& sketch, const std::string& label, const char* colour) {
   const json keys = arr(sketch, "keys"), counts = arr(sketch, "counts");
-  const double gamma = (1 + QuantileSketch::kRelativeAccuracy) / (1 - QuantileSketch::kRelativeAccuracy);
   std::map<int, int64_t> bins;  // quarter decades
   for (size_t i = 0; i < keys.size() && i < counts.size(); ++i) {
-    const double v = 2 * std::pow(gamma, keys[i].get<int>()) / (gamma + 1);
+    const double v = QuantileSketch::bucket_value(keys[i].get<int>());
     bins[static_cast<int>(std::floor(std::log10(v) * 4))] += counts[i].get<int64_t>();
   }
   const int64_t zeros = static_cast<int64_t>(dbl(sketch, "zeros", 0));
@@ -78,17 +77,14 @@ std::string percentile_row(const char* name, const json& p) {
 }
 
 // A 96-pixel thumbnail of an image sample as the model saw it (after resize and crop), or "".
-std::string thumbnail(const SampleResult& s, const std::string& preprocess) {
+std::string thumbnail(const SampleResult& s, const PreprocessSpec* spec) {
   if (s.path.empty() || !is_image_path(s.path)) return "";
   auto img = decode_image(s.path);
   if (!img.ok()) return "";
   Image shown = *img;
-  if (!preprocess.empty()) {
-    auto spec = parse_preprocess(preprocess);
-    if (spec.ok()) {
-      auto geo = apply_geometry(*img, *spec, s.path);
-      if (geo.ok()) shown = std::move(*geo);
-    }
+  if (spec) {
+    auto geo = apply_geometry(*img, *spec, s.path);
+    if (geo.ok()) shown = std::move(*geo);
   }
   auto png = encode_png(resize_shorter(shown, 96));
   if (!png.ok()) return "";
@@ -167,6 +163,9 @@ std::string render_evaluate_html(const EvaluateReport& r) {
   h += "<section id=\"worst\"><h2>worst " + std::to_string(r.aggregate.worst().size()) +
        " samples</h2><p class=\"note\">class flips first, then lowest cosine; each replays with its command</p><table>"
        "<tr><th>#</th><th>sample</th><th></th><th>classes golden &rarr; target</th><th>cosine</th><th>rel. Euclid</th><th>replay</th></tr>";
+  std::optional<PreprocessSpec> spec;
+  if (!r.preprocess.empty())
+    if (auto parsed = parse_preprocess(r.preprocess); parsed.ok()) spec = std::move(*parsed);
   int k = 0;
   for (const SampleResult& s : r.aggregate.worst()) {
     std::string cls;
@@ -178,7 +177,7 @@ std::string render_evaluate_html(const EvaluateReport& r) {
         break;
       }
     h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6f}</td><td>{:.3g}</td><td><code>{}</code></td></tr>", ++k,
-                     esc(s.id), thumbnail(s, r.preprocess), cls, s.worst_cosine(), s.worst_rel_euclid(), esc(r.replay_command(s)));
+                     esc(s.id), thumbnail(s, spec ? &*spec : nullptr), cls, s.worst_cosine(), s.worst_rel_euclid(), esc(r.replay_command(s)));
   }
   h += "</table></section>";
   h += "<section id=\"time\"><h2>time</h2>" + timing_bars(t) + fmt::format("<p class=\"note\">{:.1f} s wall on {} decoding thread(s), batch {}</p>",

@@ -216,10 +216,11 @@ bool takes_uint8_image(DType dtype, const std::vector<int64_t>& dims) {
   return dtype == DType::kUInt8 && dims.size() == 4 && dims[3] == 3;
 }
 
-Tensor image_to_uint8_nhwc(const Image& img) {
-  Tensor t(DType::kUInt8, {1, img.height, img.width, 3});
-  std::copy(img.rgb.begin(), img.rgb.end(), t.data<uint8_t>());
-  return t;
+Result<Tensor> image_to_uint8_nhwc(const Image& img) {
+  PreprocessSpec pixels_as_they_are;
+  pixels_as_they_are.nchw = false;
+  pixels_as_they_are.dtype = DType::kUInt8;
+  return image_to_tensor(img, pixels_as_they_are);
 }
 
 }  // namespace ferry::tools::evaluate

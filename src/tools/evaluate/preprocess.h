@@ -41,7 +41,7 @@ Result<Image> apply_geometry(const Image& img, const PreprocessSpec& s, const st
 // The per-pixel part: the model's input tensor for one image, [1, 3, H, W] (nchw) or [1, H, W, 3].
 Result<Tensor> image_to_tensor(const Image& img, const PreprocessSpec& s);
 // The 8-bit image as [1, H, W, 3] uint8: what a model compiled with --preprocess takes.
-Tensor image_to_uint8_nhwc(const Image& img);
+Result<Tensor> image_to_uint8_nhwc(const Image& img);
 // Whether a model input is such an image (uint8, rank 4, 3 channels last).
 bool takes_uint8_image(DType dtype, const std::vector<int64_t>& dims);
 

@@ -25,10 +25,9 @@ std::string EvaluateReport::replay_command(const SampleResult& s) const {
 
 nlohmann::json report_to_json(const EvaluateReport& r) {
   nlohmann::json agg = r.aggregate.to_json();
-  for (auto& w : agg["worst"]) {
-    for (auto& s : r.aggregate.worst())
-      if (s.id == w["id"] && !s.replay.empty()) w["replay_command"] = r.replay_command(s);
-  }
+  const auto& worst = r.aggregate.worst();  // to_json lists them in this order
+  for (size_t i = 0; i < worst.size(); ++i)
+    if (!worst[i].replay.empty()) agg["worst"][i]["replay_command"] = r.replay_command(worst[i]);
   const double rate = r.timing.rate(r.aggregate.samples());
   nlohmann::json j = {{"schema", "ferry.evaluate/1"},
                       {"model", r.model},

@@ -8,23 +8,6 @@ namespace ferry::tools::evaluate {
 
 namespace {
 
-// JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf".
-nlohmann::json num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-double num_from(const nlohmann::json& j) {
-  if (j.is_string()) {
-    const std::string s = j.get<std::string>();
-    if (s == "nan") return std::nan("");
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-    throw nlohmann::json::type_error::create(302, "not a number: " + s, nullptr);
-  }
-  return j.get<double>();
-}
-
 template <class T>
 void put_opt(nlohmann::json& j, const char* key, const std::optional<T>& v) {
   if (v) j[key] = *v;
@@ -66,8 +49,8 @@ bool worse(const SampleResult& a, const SampleResult& b) {
 nlohmann::json to_json(const SampleResult& s) {
   nlohmann::json outs = nlohmann::json::array();
   for (auto& o : s.outputs) {
-    nlohmann::json j = {{"name", o.name},         {"cosine", num(o.cosine)},        {"max_abs", num(o.max_abs)},
-                        {"max_rel", num(o.max_rel)}, {"rel_euclid", num(o.rel_euclid)}, {"pass", o.pass},
+    nlohmann::json j = {{"name", o.name},         {"cosine", json_number(o.cosine)},        {"max_abs", json_number(o.max_abs)},
+                        {"max_rel", json_number(o.max_rel)}, {"rel_euclid", json_number(o.rel_euclid)}, {"pass", o.pass},
                         {"nonfinite", o.nonfinite}};
     put_opt(j, "golden_class", o.golden_class);
     put_opt(j, "target_class", o.target_class);
@@ -102,10 +85,10 @@ Result<SampleResult> sample_from_json(const nlohmann::json& j, const std::string
     for (auto& o : j.at("outputs")) {
       OutputResult r;
       r.name = o.at("name").get<std::string>();
-      r.cosine = num_from(o.at("cosine"));
-      r.max_abs = num_from(o.at("max_abs"));
-      r.max_rel = num_from(o.at("max_rel"));
-      r.rel_euclid = num_from(o.at("rel_euclid"));
+      r.cosine = number_from_json(o.at("cosine"));
+      r.max_abs = number_from_json(o.at("max_abs"));
+      r.max_rel = number_from_json(o.at("max_rel"));
+      r.rel_euclid = number_from_json(o.at("rel_euclid"));
       r.pass = o.at("pass").get<bool>();
       r.nonfinite = o.value("nonfinite", false);
       r.golden_class = get_opt<int64_t>(o, "golden_class");
@@ -207,14 +190,14 @@ nlohmann::json fraction(int64_t num_, int64_t den) {
 }
 
 nlohmann::json error_percentiles(const QuantileSketch& s) {
-  return {{"p50", num(s.quantile(0.5))}, {"p90", num(s.quantile(0.9))}, {"p99", num(s.quantile(0.99))},
-          {"p99.9", num(s.quantile(0.999))}, {"max", num(s.max())}};
+  return {{"p50", json_number(s.quantile(0.5))}, {"p90", json_number(s.quantile(0.9))}, {"p99", json_number(s.quantile(0.99))},
+          {"p99.9", json_number(s.quantile(0.999))}, {"max", json_number(s.max())}};
 }
 
 nlohmann::json cosine_percentiles(const QuantileSketch& d) {
   // Low cosine is bad: the low percentiles of cosine are the high ones of the distance.
-  return {{"min", num(1 - d.max())},         {"p0.1", num(1 - d.quantile(0.999))}, {"p1", num(1 - d.quantile(0.99))},
-          {"p10", num(1 - d.quantile(0.9))}, {"p50", num(1 - d.quantile(0.5))},    {"max", num(1 - d.min())}};
+  return {{"min", json_number(1 - d.max())},         {"p0.1", json_number(1 - d.quantile(0.999))}, {"p1", json_number(1 - d.quantile(0.99))},
+          {"p10", json_number(1 - d.quantile(0.9))}, {"p50", json_number(1 - d.quantile(0.5))},    {"max", json_number(1 - d.min())}};
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tools/evaluate/samples.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -163,6 +164,14 @@ Result<SampleRef> sample_ref(const std::string& id, const std::string& path, std
   return SampleRef{id, path, *kind, label};
 }
 
+Result<std::pair<int, int>> parse_shard(const std::string& text) {
+  int i = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
+    return Status::invalid("--shard " + text + ": want i/N with 0 <= i < N (e.g. 0/4)");
+  return std::make_pair(i, n);
+}
+
 std::vector<SampleRef> shard_of(const std::vector<SampleRef>& all, int index, int count) {
   std::vector<SampleRef> out;
   for (size_t i = static_cast<size_t>(index); i < all.size(); i += static_cast<size_t>(count)) out.push_back(all[i]);
@@ -249,13 +258,10 @@ Result<std::map<std::string, Tensor>> load_sample(const SampleRef& s, const std:
     if (!img.ok()) return img.status();
     auto geo = apply_geometry(*img, *pre, s.path);
     if (!geo.ok()) return geo.status();
-    if (takes_uint8_image(inputs[0].dtype, inputs[0].dims)) {
-      t = image_to_uint8_nhwc(*geo);  // the model does the per-pixel part itself (compile --preprocess)
-    } else {
-      auto r = image_to_tensor(*geo, *pre);
-      if (!r.ok()) return r.status();
-      t = std::move(*r);
-    }
+    // A model compiled with --preprocess does the per-pixel part itself: it takes the 8-bit image.
+    auto r = takes_uint8_image(inputs[0].dtype, inputs[0].dims) ? image_to_uint8_nhwc(*geo) : image_to_tensor(*geo, *pre);
+    if (!r.ok()) return r.status();
+    t = std::move(*r);
   }
   auto fitted = fit_input(std::move(t), inputs[0], s.path);
   if (!fitted.ok()) return fitted.status();

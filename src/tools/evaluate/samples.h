@@ -40,6 +40,9 @@ Result<DataSet> list_samples(const std::string& src, const std::string& labels =
 // A sample of one file, its kind from the file name (errors for other extensions).
 Result<SampleRef> sample_ref(const std::string& id, const std::string& path, std::optional<int64_t> label);
 
+// "i/N" -> (i, N) with 0 <= i < N; errors name --shard.
+Result<std::pair<int, int>> parse_shard(const std::string& text);
+
 // The slice of a data set shard i of n evaluates: samples i, i + n, i + 2n, ... (interleaved, so every
 // shard sees the same mix of classes and sizes).
 std::vector<SampleRef> shard_of(const std::vector<SampleRef>& all, int index, int count);

@@ -12,11 +12,28 @@ const double kLogGamma = std::log(kGamma);
 constexpr double kTiny = 1e-30;
 }  // namespace
 
+nlohmann::json json_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double number_from_json(const nlohmann::json& j) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    throw nlohmann::json::type_error::create(302, "not a number: " + s, nullptr);
+  }
+  return j.get<double>();
+}
+
 QuantileSketch::QuantileSketch() = default;
 
-int QuantileSketch::key_of(double x) const { return static_cast<int>(std::ceil(std::log(x) / kLogGamma)); }
+int QuantileSketch::key_of(double x) { return static_cast<int>(std::ceil(std::log(x) / kLogGamma)); }
 
-double QuantileSketch::value_of(int key) const { return 2 * std::pow(kGamma, key) / (kGamma + 1); }
+double QuantileSketch::bucket_value(int key) { return 2 * std::pow(kGamma, key) / (kGamma + 1); }
 
 void QuantileSketch::add(double x) {
   if (std::isnan(x)) {
@@ -56,7 +73,7 @@ double QuantileSketch::quantile(double q) const {
   if (rank < seen) return min_ < kTiny ? min_ : 0.0;
   for (auto& [k, c] : buckets_) {
     seen += c;
-    if (rank < seen) return std::clamp(value_of(k), min_, max_);
+    if (rank < seen) return std::clamp(bucket_value(k), min_, max_);
   }
   return std::numeric_limits<double>::infinity();
 }
@@ -67,10 +84,9 @@ nlohmann::json QuantileSketch::to_json() const {
     keys.push_back(k);
     counts.push_back(c);
   }
-  // JSON has no infinity: an infinite max is written as null.
-  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  return {{"relative_accuracy", kRelativeAccuracy}, {"count", count_}, {"zeros", zeros_}, {"infs", infs_},
-          {"nans", nans_}, {"min", num(min_)}, {"max", num(max_)}, {"keys", keys}, {"counts", counts}};
+  return {{"relative_accuracy", kRelativeAccuracy}, {"count", count_},      {"zeros", zeros_},
+          {"infs", infs_},                       {"nans", nans_},        {"min", json_number(min_)},
+          {"max", json_number(max_)},            {"keys", keys},         {"counts", counts}};
 }
 
 Result<QuantileSketch> QuantileSketch::from_json(const nlohmann::json& j, const std::string& where) {
@@ -83,9 +99,8 @@ Result<QuantileSketch> QuantileSketch::from_json(const nlohmann::json& j, const 
     s.zeros_ = j.at("zeros").get<int64_t>();
     s.infs_ = j.at("infs").get<int64_t>();
     s.nans_ = j.at("nans").get<int64_t>();
-    const double inf = std::numeric_limits<double>::infinity();
-    s.min_ = j.at("min").is_null() ? inf : j.at("min").get<double>();
-    s.max_ = j.at("max").is_null() ? inf : j.at("max").get<double>();
+    s.min_ = number_from_json(j.at("min"));
+    s.max_ = number_from_json(j.at("max"));
     auto& keys = j.at("keys");
     auto& counts = j.at("counts");
     if (!keys.is_array() || !counts.is_array() || keys.size() != counts.size()) return bad("keys and counts differ");

@@ -14,9 +14,15 @@
 
 namespace ferry::tools::evaluate {
 
+// JSON has no NaN or infinity: evaluate's reports write them as the strings "nan", "inf", "-inf".
+nlohmann::json json_number(double v);
+double number_from_json(const nlohmann::json& j);  // throws nlohmann::json::type_error on other strings
+
 class QuantileSketch {
  public:
   static constexpr double kRelativeAccuracy = 0.005;
+  // The value a bucket stands for (what its quantiles return), for plots of the buckets.
+  static double bucket_value(int key);
   QuantileSketch();
   // x < 0 counts as 0 (metrics are distances); NaN is counted apart and never enters a quantile.
   void add(double x);
@@ -32,8 +38,7 @@ class QuantileSketch {
   static Result<QuantileSketch> from_json(const nlohmann::json& j, const std::string& where);
 
  private:
-  int key_of(double x) const;
-  double value_of(int key) const;
+  static int key_of(double x);
   std::map<int, int64_t> buckets_;  // key -> count (positive finite values)
   int64_t zeros_ = 0, infs_ = 0, nans_ = 0, count_ = 0;
   double min_ = 0, max_ = 0;
