@@ -14,6 +14,7 @@ apt_packages=(
   libturbojpeg0-dev libpng-dev  # ferry evaluate decodes JPEG/PNG datasets
   python3 python3-venv python3-numpy python3-torch python3-torchvision
   chromium  # renders ferry migrate's report.html in a test (headless)
+  clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer targets (tests/fuzz)
 )
 
 missing=()

@@ -69,6 +69,8 @@ class Session:
         shapes: fixed shapes for inputs with dynamic dims, by input name.
         cpu: the cpu backend's kernel choices, as ``ferry doctor`` prints them ("gemm=mkl bf16=off").
         allow_newer_opset: load a model whose opset is newer than ferry knows.
+        max_memory: the memory budget, in bytes or as "8G" (default: the machine's memory). A model whose
+            declared shapes or memory plan need more is refused here, before anything is allocated.
 
     Raises:
         ferry.Error (a subclass) with the CLI's message, naming the file, node or option.
@@ -80,7 +82,7 @@ class Session:
                  keep_fp32: Optional[Sequence[str]] = None, keep_io_types: bool = False,
                  threads: Optional[int] = None, opt_level: int = 2, backend: str = "cpu",
                  shapes: Optional[Mapping[str, Sequence[int]]] = None, cpu: Optional[str] = None,
-                 allow_newer_opset: bool = False) -> None:
+                 allow_newer_opset: bool = False, max_memory: Union[int, str, None] = None) -> None:
         for p in providers or []:
             name = p[0] if isinstance(p, tuple) else p
             if name != "CPUExecutionProvider":
@@ -93,7 +95,7 @@ class Session:
             "target": target, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
             "keep_io_types": keep_io_types or None,
             "shapes": {k: [int(d) for d in v] for k, v in shapes.items()} if shapes else None,
-            "cpu": cpu, "allow_newer_opset": allow_newer_opset or None,
+            "cpu": cpu, "allow_newer_opset": allow_newer_opset or None, "max_memory": max_memory,
         }
         path, tmp = _as_path(path_or_bytes)
         try:

@@ -23,14 +23,27 @@ def _shapes(shapes: Shapes) -> Dict[str, list]:
     return {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
 
 
-class _InputFiles:
-    """Feeds given as arrays, written as one .npy per input for the tools that read `--input` files
-    (their shapes then fix the model's, as in the CLI). Removed afterwards."""
+Inputs = Union[Mapping[str, Any], str, os.PathLike, None]
 
-    def __init__(self, feeds: Optional[Mapping[str, Any]]) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="ferry-inputs-") if feeds else None
+
+class _InputFiles:
+    """Feeds as the CLI's input flags take them: a folder or .npz (``--inputs``) as it is; by input name
+    a .npy path (``--input NAME=FILE``) as it is, and an array written as one .npy (its shape then fixes
+    the model's, as in the CLI). The written files are removed afterwards."""
+
+    def __init__(self, feeds: Inputs) -> None:
+        self.path = ""
         self.files: Dict[str, str] = {}
+        self._dir: Optional[tempfile.TemporaryDirectory] = None
+        if isinstance(feeds, (str, os.PathLike)):
+            self.path = os.fspath(feeds)
+            return
         for i, (name, value) in enumerate((feeds or {}).items()):
+            if isinstance(value, (str, os.PathLike)):
+                self.files[name] = os.fspath(value)
+                continue
+            if self._dir is None:
+                self._dir = tempfile.TemporaryDirectory(prefix="ferry-inputs-")
             path = os.path.join(self._dir.name, f"input{i}.npy")
             np.save(path, np.asarray(value))
             self.files[name] = path
@@ -45,10 +58,10 @@ class _InputFiles:
 
 def _session_options(target: Optional[str], precision: Optional[str], keep_fp32: Optional[Sequence[str]],
                      opt_level: int, backend: str, threads: Optional[int], cpu: Optional[str],
-                     shapes: Shapes = None) -> Dict[str, Any]:
+                     shapes: Shapes = None, max_memory: Union[int, str, None] = None) -> Dict[str, Any]:
     return {"target": target, "precision": precision, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
             "opt_level": opt_level, "backend": backend, "threads": threads, "cpu": cpu,
-            "shapes": _shapes(shapes) or None}
+            "shapes": _shapes(shapes) or None, "max_memory": max_memory}
 
 
 def check(model: PathLike, target: str = "cpu", shapes: Shapes = None) -> CheckReport:
@@ -73,35 +86,40 @@ def compile(model: PathLike, output: PathLike, *, target: Optional[str] = None, 
                                                     [int(b) for b in dynamic_batch or []], preprocess or "")))
 
 
-def compare(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, golden: str = "reference",
+def compare(model: PathLike, inputs: Inputs = None, *, golden: str = "reference",
             target: Optional[str] = None, precision: Optional[str] = None,
             keep_fp32: Optional[Sequence[str]] = None, opt_level: int = 2, backend: str = "cpu",
             threads: Optional[int] = None, shapes: Shapes = None, seed: int = 0, layerwise: bool = False,
             single_op: bool = False, ranges: bool = False, cosine: float = 0.99, rel_euclid: float = 0.05,
-            atol: float = 1e-4, rtol: float = 1e-3, repro: Optional[PathLike] = None) -> CompareReport:
+            atol: float = 1e-4, rtol: float = 1e-3, repro: Optional[PathLike] = None,
+            max_memory: Union[int, str, None] = None) -> CompareReport:
     """``ferry compare MODEL``: the model under these options against a golden ("reference", "onnxruntime",
     a folder of .npy files, or another model file), per output and with ``layerwise`` per ONNX tensor.
 
-    inputs: arrays by input name; inputs not given are made up from ``seed`` (as the CLI's).
+    inputs: by input name, arrays or .npy paths (``--input``); or a folder of NAME.npy / an .npz
+        (``--inputs``). Inputs not given are made up from ``seed`` (as the CLI's).
     repro: a folder for a standalone reproduction of the first divergent node (``--repro DIR``).
+    max_memory: the memory budget in bytes or as "8G" (``--max-memory``; default the machine's memory).
     """
-    candidate = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None)
+    candidate = _session_options(target, precision, keep_fp32, opt_level, backend, threads, None,
+                                 max_memory=max_memory)
     thresholds = {"cosine": cosine, "rel_euclid": rel_euclid, "atol": atol, "rtol": rtol}
     with _InputFiles(inputs) as files:
-        text = _ferry._compare(os.fspath(model), golden, candidate, files.files, _shapes(shapes), seed,
+        text = _ferry._compare(os.fspath(model), golden, candidate, files.files, files.path, _shapes(shapes), seed,
                                layerwise, single_op, ranges, thresholds, os.fspath(repro) if repro else "")
     return CompareReport(json.loads(text))
 
 
-def bench(model: PathLike, inputs: Optional[Mapping[str, Any]] = None, *, batches: Sequence[int] = (),
+def bench(model: PathLike, inputs: Inputs = None, *, batches: Sequence[int] = (),
           target: Optional[str] = None, precision: Optional[str] = None, opt_level: int = 2,
           backend: str = "cpu", threads: Optional[int] = None, shapes: Shapes = None, cpu: Optional[str] = None,
           warmup: Optional[int] = None, iterations: Optional[int] = None, duration: Optional[float] = None,
-          peers: Sequence[str] = (), rounds: int = 3) -> BenchReport:
+          peers: Sequence[str] = (), rounds: int = 3, max_memory: Union[int, str, None] = None) -> BenchReport:
     """``ferry bench MODEL``: latency statistics per batch size; with ``peers=["onnxruntime"]`` the same
     figures from the peer, in rounds alternating with ferry, and the ratios."""
-    session = _session_options(target, precision, None, opt_level, backend, threads, cpu)
+    session = _session_options(target, precision, None, opt_level, backend, threads, cpu, max_memory=max_memory)
     with _InputFiles(inputs) as files:
-        text = _ferry._bench(os.fspath(model), session, [int(b) for b in batches], files.files, _shapes(shapes),
+        text = _ferry._bench(os.fspath(model), session, [int(b) for b in batches], files.files, files.path,
+                             _shapes(shapes),
                              warmup, iterations, duration, list(peers), rounds)
     return BenchReport(json.loads(text))

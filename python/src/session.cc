@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "backends/backend_options.h"
+#include "core/byte_size.h"
 #include "bindings.h"
 #include "passes/precision.h"
 #include "runtime/model_session.h"
@@ -49,6 +50,13 @@ runtime::SessionOptions session_options(const py::dict& o) {
       so.memory_arena = value.cast<bool>();
     } else if (key == "allow_newer_opset") {
       so.allow_newer_opset = value.cast<bool>();
+    } else if (key == "max_memory") {  // bytes, or a size as the CLI's --max-memory takes it ("8G")
+      if (py::isinstance<py::str>(value)) {
+        so.max_memory = unwrap(parse_byte_size(py::str(value)));
+      } else {
+        so.max_memory = value.cast<int64_t>();
+        if (so.max_memory < 1) raise_status(Status::invalid("max_memory must be at least 1 byte"));
+      }
     } else {
       raise_status(Status::invalid("unknown session option '" + key + "'"));
     }

@@ -19,11 +19,13 @@ auto without_gil(F&& f) {
   return f();
 }
 
-// Input files by input name (.npy, written by the Python side) and seeded random inputs for the rest.
-tools::InputOptions input_options(const std::map<std::string, std::string>& files,
+// Input files by input name (.npy: the caller's, or written by the Python side from arrays), or a folder /
+// .npz of them (the CLI's --inputs), and seeded random inputs for the rest.
+tools::InputOptions input_options(const std::map<std::string, std::string>& files, const std::string& inputs_path,
                                   const std::map<std::string, std::vector<int64_t>>& shapes, uint64_t seed) {
   tools::InputOptions in;
   in.files = files;
+  in.inputs_path = inputs_path;
   in.shapes = shapes;
   in.seed = seed;
   check(tools::add_file_shapes(in));
@@ -55,7 +57,7 @@ std::string compile_json(const std::string& model, const std::string& output, co
 }
 
 std::string compare_json(const std::string& model, const std::string& golden, const py::dict& candidate,
-                         const std::map<std::string, std::string>& files,
+                         const std::map<std::string, std::string>& files, const std::string& inputs_path,
                          const std::map<std::string, std::vector<int64_t>>& shapes, uint64_t seed, bool layerwise,
                          bool single_op, bool ranges, const std::map<std::string, double>& thresholds,
                          const std::string& repro) {
@@ -63,7 +65,7 @@ std::string compare_json(const std::string& model, const std::string& golden, co
   o.model = model;
   o.candidate = session_options(candidate);
   o.golden = unwrap(tools::compare::parse_golden(golden));
-  o.inputs = input_options(files, shapes, seed);
+  o.inputs = input_options(files, inputs_path, shapes, seed);
   o.layerwise = layerwise;
   o.single_op = single_op;
   o.ranges = ranges;
@@ -77,7 +79,7 @@ std::string compare_json(const std::string& model, const std::string& golden, co
 }
 
 std::string bench_json(const std::string& model, const py::dict& session, const std::vector<int64_t>& batches,
-                       const std::map<std::string, std::string>& files,
+                       const std::map<std::string, std::string>& files, const std::string& inputs_path,
                        const std::map<std::string, std::vector<int64_t>>& shapes, std::optional<int64_t> warmup,
                        std::optional<int64_t> iterations, std::optional<double> duration,
                        const std::vector<std::string>& peers, int rounds) {
@@ -93,7 +95,8 @@ std::string bench_json(const std::string& model, const py::dict& session, const 
   o.target = so.target;
   o.cpu = so.backend_options.cpu;
   o.allow_newer_opset = so.allow_newer_opset;
-  o.inputs = input_options(files, shapes, 0);
+  o.max_memory = so.max_memory;
+  o.inputs = input_options(files, inputs_path, shapes, 0);
   if (warmup) o.warmup = tools::warmup_iterations_policy(*warmup);
   o.measure = tools::measure_policy(iterations, duration);
   o.peers = peers;
@@ -123,10 +126,10 @@ void register_tools(py::module_& m) {
   m.def("_compile", &compile_json, py::arg("model"), py::arg("output"), py::arg("options"), py::arg("dynamic_batch"),
         py::arg("preprocess") = "");
   m.def("_compare", &compare_json, py::arg("model"), py::arg("golden"), py::arg("candidate"), py::arg("files"),
-        py::arg("shapes"), py::arg("seed"), py::arg("layerwise"), py::arg("single_op"), py::arg("ranges"),
+        py::arg("inputs_path"), py::arg("shapes"), py::arg("seed"), py::arg("layerwise"), py::arg("single_op"), py::arg("ranges"),
         py::arg("thresholds"), py::arg("repro") = "");
   m.def("_bench", &bench_json, py::arg("model"), py::arg("session"), py::arg("batches"), py::arg("files"),
-        py::arg("shapes"), py::arg("warmup"), py::arg("iterations"), py::arg("duration"), py::arg("peers"),
+        py::arg("inputs_path"), py::arg("shapes"), py::arg("warmup"), py::arg("iterations"), py::arg("duration"), py::arg("peers"),
         py::arg("rounds"));
 }
 

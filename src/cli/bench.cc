@@ -48,6 +48,7 @@ int run_bench_command(const BenchArgs& a) {
   o.precision_given = !a.session.precision.empty();
   o.cpu = cpu_options(a.session);
   o.allow_newer_opset = a.session.allow_newer_opset;
+  o.max_memory = session_options(a.session).max_memory;
   o.peers = a.peers;
   o.peer_model = a.peer_model;
   o.rounds = a.rounds;

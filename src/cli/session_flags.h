@@ -1,11 +1,13 @@
 // The flags every command that builds a Session shares: --backend, --opt-level, --threads, with the
 // CLI's defaults (cpu backend, opt level 2, all cores), so run, inspect (and later tools) agree.
 #pragma once
+#include <algorithm>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "core/byte_size.h"
 #include "runtime/session.h"
 
 namespace ferry::cli {
@@ -23,6 +25,7 @@ struct SessionFlags {
   std::string cpu_gemm = "auto", cpu_bf16 = "auto", cpu_winograd = "auto", cpu_blocked_1x1 = "auto",
               cpu_own_depthwise = "auto";
   bool allow_newer_opset = false;
+  std::string max_memory;  // "": the machine's memory
 };
 
 // --allow-newer-opset (also used alone by `ferry compile`).
@@ -120,6 +123,19 @@ inline void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--threads", f.threads, "threads for the cpu backend's kernels (default: all cores)")
       ->check(at_least_one())
       ->type_name("N");
+  cmd->add_option("--max-memory", f.max_memory,
+                  "memory budget: a model whose declared shapes or memory plan need more is refused at load, before "
+                  "anything is allocated, and a tensor past it fails the run (default: the machine's memory)")
+      ->check([](const std::string& v) {
+        auto r = parse_byte_size(v);
+        return r.ok() ? std::string() : r.status().message();
+      })
+      // One command per process: the budget also caps every tensor the command reads (input .npy/.npz
+      // files, whose decompression stops there), not only what the session allocates.
+      ->each([](const std::string& v) {
+        if (auto r = parse_byte_size(v); r.ok()) set_max_tensor_bytes(std::min(max_tensor_bytes(), *r));
+      })
+      ->type_name("SIZE");
   add_prepare_flags(cmd, f);
 }
 
@@ -136,6 +152,7 @@ inline runtime::SessionOptions session_options(const SessionFlags& f) {
   so.precision.keep_io_types = f.keep_io_types;
   so.precision.mixlist_path = f.mixlist;
   so.allow_newer_opset = f.allow_newer_opset;
+  if (!f.max_memory.empty()) so.max_memory = parse_byte_size(f.max_memory).value();  // checked by CLI11
   return so;
 }
 

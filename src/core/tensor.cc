@@ -13,6 +13,7 @@ namespace ferry {
 
 namespace {
 std::atomic<int64_t> g_max_tensor_bytes{int64_t{16} << 30};
+thread_local int64_t t_budget_bytes = 0;  // ScopedTensorBudget; 0: none
 
 std::shared_ptr<void> allocate(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
@@ -35,15 +36,22 @@ static std::string gib_text(double bytes) {
 int64_t max_tensor_bytes() { return g_max_tensor_bytes.load(); }
 void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes); }
 
+ScopedTensorBudget::ScopedTensorBudget(int64_t bytes) : previous_(t_budget_bytes) { t_budget_bytes = bytes; }
+ScopedTensorBudget::~ScopedTensorBudget() { t_budget_bytes = previous_; }
+
 Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims) {
   if (dtype == DType::kUndefined) return Status::invalid("cannot create a tensor of undefined dtype");
   FERRY_ASSIGN_OR_RETURN(int64_t n, checked_numel(dims));
   int64_t limit = max_tensor_bytes();
+  const bool budget_limits = t_budget_bytes > 0 && t_budget_bytes < limit;
+  if (budget_limits) limit = t_budget_bytes;
   if (n > limit / static_cast<int64_t>(dtype_size(dtype)))
     return Status::error(ErrorCode::kOutOfRange,
                          "tensor " + std::string(dtype_name(dtype)) + dims_to_string(dims) + " needs " +
-                             gib_text(static_cast<double>(n) * dtype_size(dtype)) +
-                             " GiB, more than the " + std::to_string(limit >> 30) + " GiB limit per tensor");
+                             gib_text(static_cast<double>(n) * dtype_size(dtype)) + " GiB, more than " +
+                             (budget_limits ? "the session's memory budget of " + gib_text(static_cast<double>(limit)) +
+                                                  " GiB (--max-memory)"
+                                            : "the " + std::to_string(limit >> 30) + " GiB limit per tensor"));
   return Tensor(dtype, std::move(dims));
 }
 

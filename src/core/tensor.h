@@ -15,6 +15,19 @@ namespace ferry {
 int64_t max_tensor_bytes();
 void set_max_tensor_bytes(int64_t bytes);
 
+// A session's memory budget on this thread while it runs (runtime/memory_budget.h): Tensor::create
+// refuses a tensor past it, naming the budget. Scoped; nests.
+class ScopedTensorBudget {
+ public:
+  explicit ScopedTensorBudget(int64_t bytes);
+  ~ScopedTensorBudget();
+  ScopedTensorBudget(const ScopedTensorBudget&) = delete;
+  ScopedTensorBudget& operator=(const ScopedTensorBudget&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 class Tensor;
 
 // A non-plain memory layout that an optimized backend keeps between its own kernels (e.g. oneDNN's

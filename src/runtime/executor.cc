@@ -11,6 +11,7 @@
 
 #include "core/file_mapping.h"
 #include "core/shape.h"
+#include "runtime/memory_budget.h"
 
 namespace ferry::runtime {
 
@@ -130,8 +131,11 @@ class ScopedRunner : public ops::SubgraphRunner {
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<backends::Backend> primary, bool use_arena)
-    : primary_(std::move(primary)), reference_(backends::make_reference_backend()), use_arena_(use_arena) {}
+Executor::Executor(std::unique_ptr<backends::Backend> primary, bool use_arena, int64_t memory_budget)
+    : primary_(std::move(primary)),
+      reference_(backends::make_reference_backend()),
+      use_arena_(use_arena),
+      memory_budget_(memory_budget) {}
 
 Status Executor::prepare(const ir::Graph& g) {
   FERRY_RETURN_IF_ERROR(prepare_graph(g));
@@ -260,6 +264,11 @@ Status Executor::plan_memory_for(const ir::Graph& g, GraphPlan& plan) {
   // runs without an arena (every tensor allocated as it is produced), which is slower but correct.
   arena_.reset();
   arena_size_ = mem->plan.arena_bytes;
+  if (memory_budget_ > 0) {
+    int64_t weights = 0;
+    for (const ir::Value* v : g.initializers()) weights += static_cast<int64_t>(v->initializer.nbytes());
+    FERRY_RETURN_IF_ERROR(check_planned_memory(static_cast<int64_t>(arena_size_), weights, memory_budget_));
+  }
   if (use_arena_ && arena_size_ > 0 && arena_size_ <= static_cast<size_t>(max_tensor_bytes())) {
     void* p = std::aligned_alloc(64, (arena_size_ + 63) / 64 * 64);
     if (p) arena_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });

@@ -68,7 +68,9 @@ class Executor {
  public:
   // `primary` gets every node it supports; the rest run on the reference backend.
   // `use_arena` false: the memory plan is still made (and shown) but no arena is allocated.
-  explicit Executor(std::unique_ptr<backends::Backend> primary, bool use_arena = true);
+  // `memory_budget` > 0: the arena plus the main graph's weights must fit in it, or prepare fails
+  // before the arena is allocated (runtime/memory_budget.h).
+  explicit Executor(std::unique_ptr<backends::Backend> primary, bool use_arena = true, int64_t memory_budget = 0);
   // The backend that gets every node it supports.
   const backends::Backend& backend() const { return *primary_; }
   // Prepares the plans of the main graph `g` and all its subgraphs now, so bad nodes are reported at
@@ -102,6 +104,7 @@ class Executor {
   const ir::Graph* main_graph_ = nullptr;
   const GraphPlan* main_plan_ = nullptr;
   bool use_arena_ = true;
+  int64_t memory_budget_ = 0;
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;
   bool refined_ = false;

@@ -10,6 +10,7 @@
 #include "core/shape.h"
 #include "frontend/onnx/import.h"
 #include "runtime/executor.h"
+#include "runtime/memory_budget.h"
 
 namespace ferry::runtime {
 
@@ -85,6 +86,9 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
 }
 
 Result<std::unique_ptr<Session>> Session::from_model(std::unique_ptr<ir::Model> model, const SessionOptions& opts) {
+  // Before the passes: constant folding would otherwise try to make what the budget refuses.
+  if (Status st = check_declared_memory(*model->graph, memory_budget(opts.max_memory)); !st.ok())
+    return st.with_context(model->source_path);
   PrepareReport report;
   FERRY_RETURN_IF_ERROR(prepare(*model, opts, &report));
   return from_prepared(std::move(model), opts, std::move(report));
@@ -96,12 +100,14 @@ Result<std::unique_ptr<Session>> Session::from_prepared(std::unique_ptr<ir::Mode
     return Status::invalid("thread count " + std::to_string(opts.backend_options.threads) + " is negative");
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<backends::Backend> backend,
                          backends::make_backend(opts.backend, opts.backend_options));
+  const int64_t budget = memory_budget(opts.max_memory);
+  if (Status st = check_declared_memory(*model->graph, budget); !st.ok()) return st.with_context(model->source_path);
   keep_freed_memory_once();
   std::unique_ptr<Session> s(new Session());
   s->model_ = std::move(model);
   s->opts_ = opts;
   s->prepared_ = std::move(report);
-  s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena);
+  s->executor_ = std::make_unique<Executor>(std::move(backend), opts.memory_arena, budget);
   Status st = s->executor_->prepare(*s->model_->graph);
   if (!st.ok()) return st.with_context(s->model_->source_path);
   if (const GraphPlan* plan = s->executor_->main_plan(); plan && plan->memory) {
@@ -157,6 +163,8 @@ Result<std::vector<std::pair<std::string, RtValue>>> Session::run(const std::map
     if (scope.values.count(in) || in->is_constant()) continue;
     return Status::invalid("missing input '" + in->name + "' (" + in->type_string() + ")");
   }
+  // Tensors the run allocates (dynamic shapes) stay within the budget too.
+  const ScopedTensorBudget budget(opts_.max_memory);
   FERRY_RETURN_IF_ERROR(executor_->run_graph(g, scope, hook_ ? &hook_ : nullptr, hook_mode_));
   std::vector<std::pair<std::string, RtValue>> out;
   for (const ir::Value* o : g.outputs) {

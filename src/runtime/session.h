@@ -26,6 +26,9 @@ struct SessionOptions : PrepareOptions {
   bool memory_arena = true;
   // Load a model whose default-domain opset is newer than ferry knows (frontend::ImportOptions).
   bool allow_newer_opset = false;
+  // Memory budget in bytes (runtime/memory_budget.h); 0: the machine's physical memory. A model whose
+  // declared shapes or memory plan need more is refused at load, before anything is allocated.
+  int64_t max_memory = 0;
 };
 
 // Called after each top-level node ran: the node, its inputs and its outputs.

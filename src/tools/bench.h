@@ -116,6 +116,7 @@ struct BenchOptions {
   bool precision_given = false;         // --precision was given (else the target's default applies)
   backends::CpuOptions cpu;            // the cpu backend's kernel choices
   bool allow_newer_opset = false;      // runtime::SessionOptions::allow_newer_opset
+  int64_t max_memory = 0;              // runtime::SessionOptions::max_memory
   // Shapes (dim 0 is replaced by each batch size), input files and random-input settings, as `ferry run`.
   InputOptions inputs;
   LoopPolicy warmup = default_warmup_policy();

@@ -25,6 +25,7 @@ runtime::SessionOptions session_options(const BenchOptions& o,
   so.target = o.target;
   so.precision_given = o.precision_given;
   so.allow_newer_opset = o.allow_newer_opset;
+  so.max_memory = o.max_memory;
   so.backend_options.threads = threads;
   so.backend_options.cpu = o.cpu;
   return so;

@@ -1,5 +1,6 @@
 """Shared helpers for the CLI tests: tiny ONNX models built with onnx.helper, and a runner for the
 `ferry` binary that records exit code, stdout and stderr."""
+import json
 import os
 import shutil
 import signal
@@ -57,9 +58,19 @@ def check(name, cond, detail=""):
         FAILURES.append(name)
 
 
+def record_case(**fields):
+    """With FERRY_ERROR_MANIFEST set, appends one JSON line describing a bad-input case, so another test
+    (python/tests/test_bad_inputs.py) can give the same files to the Python API."""
+    manifest = os.environ.get("FERRY_ERROR_MANIFEST")
+    if manifest:
+        with open(manifest, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+
 def expect_error(name, args, *needles, cwd=None):
     """`ferry ARGS` must exit 1 (not a signal), stderr must start with 'error:' and contain each needle."""
     rc, out, err = ferry(*args, cwd=cwd)
+    record_case(kind="error", name=name, args=[str(a) for a in args], rc=rc, stderr=err)
     detail = "\n    rc=%d\n    stderr: %s\n    stdout: %s" % (rc, err.strip()[:2000], out.strip()[:500])
     if rc < 0:
         detail = " killed by signal %s" % signal.Signals(-rc).name + detail

@@ -213,6 +213,7 @@ for i in range(150):
     p = path("mutated", "m%d.onnx" % i)
     open(p, "wb").write(bytes(b))
     rc, out, err = u.ferry("run", p)
+    u.record_case(kind="mutated", name="mutated model %d" % i, args=["run", p], rc=rc, stderr=err)
     if rc not in (0, 1) or (rc == 1 and not err.startswith("error:")):
         bad.append("%s: rc=%d %s" % (p, rc, err.strip()[-200:]))
 u.check("150 mutated models: exit 0 or 1 with error:, no signal", not bad, "\n".join(bad[:5]))

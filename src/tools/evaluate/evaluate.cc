@@ -95,6 +95,7 @@ runtime::SessionOptions golden_options_for(const runtime::SessionOptions& target
   g.opt_level = 2;
   g.backend_options = target.backend_options;
   g.allow_newer_opset = target.allow_newer_opset;
+  g.max_memory = target.max_memory;
   return g;
 }
 

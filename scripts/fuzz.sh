@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs one fuzz target (tests/fuzz/targets/TARGET.cc) under libFuzzer with ASan and UBSan for SECONDS.
+#   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]     e.g. scripts/fuzz.sh onnx_import 1800
+#   scripts/fuzz.sh --list                                  the targets
+# Builds build-fuzz/ with clang first (only the loaders' modules). The fuzzer starts from the checked-in
+# seeds (tests/fuzz/corpus/TARGET) and grows a working corpus kept per machine under
+# ~/.cache/ferry/fuzz/TARGET, so later runs go on where earlier ones stopped. A crash, leak, UBSan report
+# or hang (-timeout, 10 s) is written to fuzz-findings/TARGET/ and fails the run: minimise it, fix the
+# bug, and check the input into tests/fuzz/regressions/TARGET/ (replayed by CTest on every build).
+# Each run appends "date target seconds executions result" to ~/.cache/ferry/fuzz/runs.tsv.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+targets=$(cd tests/fuzz/targets && ls *.cc | sed 's/\.cc$//')
+if [ "${1:-}" = "--list" ]; then echo "$targets"; exit 0; fi
+if [ "$#" -lt 2 ] || ! echo "$targets" | grep -qx "$1" || ! [[ "$2" =~ ^[0-9]+$ ]]; then
+  echo "usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]; targets:" $targets >&2
+  exit 2
+fi
+target="$1" seconds="$2"
+shift 2
+bash scripts/setup.sh >/dev/null
+jobs="${FERRY_JOBS:-$(nproc)}"
+if [ ! -f build-fuzz/build.ninja ]; then
+  launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+        -DFERRY_FUZZ=ON -DFERRY_BUILD_PYTHON=OFF -DFERRY_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
+fi
+ninja -C build-fuzz -j"$jobs" "fuzz_$target" >/dev/null
+work="$HOME/.cache/ferry/fuzz/$target"
+findings="$root/fuzz-findings/$target"
+mkdir -p "$work" "$findings"
+# Leaks count as findings; the loaders never allocate past 2 GiB for an input of a few KiB.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+log="$findings/last-run.log"
+set +e
+"build-fuzz/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -print_final_stats=1 -artifact_prefix="$findings/" "$@" "$work" "tests/fuzz/corpus/$target" 2>&1 | tee "$log" |
+  grep -E "^#[0-9]+.*(pulse|DONE)|ERROR|SUMMARY|Test unit written|stat::" || true
+rc=${PIPESTATUS[0]}
+set -e
+runs=$(grep -Eo "stat::number_of_executed_units: *[0-9]+" "$log" | grep -Eo "[0-9]+$" || echo 0)
+result=$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc; see $findings)")
+printf "%s\t%s\t%s\t%s\t%s\n" "$(date -u +%FT%TZ)" "$target" "$seconds" "$runs" "$result" >> "$HOME/.cache/ferry/fuzz/runs.tsv"
+echo "fuzz $target: ${seconds}s, $runs inputs, $result"
+exit "$rc"

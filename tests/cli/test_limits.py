@@ -1,0 +1,186 @@
+"""Resource limits through the `ferry` binary: the memory budget (--max-memory) refuses a model before it
+allocates, with the figure; a 10,000-deep nested If chain and a million-node graph end in a result or a
+clean error, never a crash (stack overflow); an .npz whose member inflates past the budget is refused
+without inflating it.
+
+usage: test_limits.py PATH/TO/ferry
+"""
+import os
+import resource
+import subprocess
+import time
+import zlib
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+import cli_util as u
+from cli_util import expect_error, model, save, vi
+
+tmp = u.init()
+F = TensorProto.FLOAT
+
+
+def path(name):
+    return os.path.join(tmp, name)
+
+
+def peak_rss_mib(args):
+    """Runs `ferry ARGS` and returns (rc, stderr, its peak resident memory in MiB)."""
+    p = subprocess.Popen([u.FERRY, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, rusage = os.wait4(p.pid, 0)[1:]
+    err = p.stderr.read()
+    p.wait()
+    return p.returncode, err, rusage.ru_maxrss / 1024
+
+
+# --- a 2^40-element intermediate: refused at load, before anything is allocated, with the figure --------
+huge = save(model([helper.make_node("Expand", ["x", "shape"], ["big"], name="expand"),
+                   helper.make_node("ReduceSum", ["big"], ["y"], name="sum", keepdims=0)],
+                  [vi("x", F, [1])], [vi("y", F, [])],
+                  [numpy_helper.from_array(np.array([1 << 40], np.int64), "shape")]), path("huge.onnx"))
+expect_error("2^40-element intermediate refused with the figure", ["run", huge],
+             "value 'big' (output of Expand 'expand')", "float32[1099511627776]", "4.00 TiB (4398046511104 bytes)",
+             "memory budget", "the machine's memory")
+rc, err, rss = peak_rss_mib(["run", huge])
+u.check("2^40 intermediate: refused before allocating (peak RSS %.0f MiB)" % rss, rc == 1 and rss < 300, err)
+expect_error("2^40 intermediate, compare", ["compare", huge], "4.00 TiB")
+expect_error("2^40 intermediate, compile", ["compile", huge, "-o", path("huge.ferry")], "4.00 TiB")
+
+# --- --max-memory ------------------------------------------------------------------------------------------
+w = numpy_helper.from_array(np.ones((256, 256), np.float32), "w")
+mid = save(model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                  helper.make_node("Relu", ["h"], ["y"], name="relu")],
+                 [vi("x", F, [1024, 256])], [vi("y", F, [1024, 256])], [w]), path("mid.onnx"))  # 1 MiB tensors
+rc, out, err = u.ferry("run", mid, "--max-memory", "64M")
+u.check("--max-memory 64M: a model needing a few MiB runs", rc == 0, err)
+expect_error("--max-memory 512K: a 1 MiB tensor refused with both figures", ["run", mid, "--max-memory", "512K"],
+             "1.00 MiB (1048576 bytes)", "more than the memory budget of 512 KiB (--max-memory)")
+for cmd in (["bench", "--iterations", "2"], ["compare"], ["profile"]):
+    expect_error("--max-memory on %s" % cmd[0], [cmd[0], mid, *cmd[1:], "--max-memory", "512K"], "memory budget")
+rc, out, err = u.ferry("run", mid, "--max-memory", "8X")
+u.check("--max-memory 8X: usage error naming the value", rc == 2 and "'8X' is not a memory size" in err, err)
+dyn = save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, ["n", 256])],
+                 [vi("y", F, ["n", 256])]), path("dyn.onnx"))
+expect_error("dynamic shape past the budget at run time", ["run", dyn, "--shape", "x=4096,256", "--max-memory", "1M"],
+             "memory budget")
+
+# --- .npz decompression is bounded ---------------------------------------------------------------------------
+# One deflated member: a .npy header claiming float32[2^28] (1 GiB) followed by 1 GiB of zeros, which
+# deflates to about 1 MiB. With a 256 MiB budget it must be refused without being inflated.
+def deflate_bomb(dst, elements):
+    header = ("{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % elements).encode()
+    header += b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    npy_head = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+    size = len(npy_head) + 4 * elements
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    crc = zlib.crc32(npy_head)
+    body = [comp.compress(npy_head)]
+    chunk = bytes(64 << 20)
+    for _ in range(4 * elements // len(chunk)):
+        body.append(comp.compress(chunk))
+        crc = zlib.crc32(chunk, crc)
+    body.append(comp.flush())
+    data = b"".join(body)
+    name = b"x.npy"
+    local = (b"PK\x03\x04" + (20).to_bytes(2, "little") + b"\0\0" + (8).to_bytes(2, "little") + b"\0\0\0\0" +
+             crc.to_bytes(4, "little") + len(data).to_bytes(4, "little") + size.to_bytes(4, "little") +
+             len(name).to_bytes(2, "little") + b"\0\0" + name)
+    central = (b"PK\x01\x02" + (20).to_bytes(2, "little") * 2 + b"\0\0" + (8).to_bytes(2, "little") + b"\0\0\0\0" +
+               crc.to_bytes(4, "little") + len(data).to_bytes(4, "little") + size.to_bytes(4, "little") +
+               len(name).to_bytes(2, "little") + b"\0" * 12 + name)
+    end = (b"PK\x05\x06" + b"\0" * 4 + (1).to_bytes(2, "little") * 2 + len(central).to_bytes(4, "little") +
+           (len(local) + len(data)).to_bytes(4, "little") + b"\0\0")
+    with open(dst, "wb") as f:
+        f.write(local + data + central + end)
+    return dst
+
+
+ident = save(model([helper.make_node("Identity", ["x"], ["y"], name="id")], [vi("x", F, ["n"])], [vi("y", F, ["n"])]),
+             path("ident.onnx"))
+bomb = deflate_bomb(path("bomb.npz"), 1 << 28)
+u.check("the bomb is small on disk (%d KiB)" % (os.path.getsize(bomb) // 1024), os.path.getsize(bomb) < (4 << 20))
+rc, err, rss = peak_rss_mib(["run", ident, "--inputs", bomb, "--max-memory", "256M"])
+u.check("npz bomb with --max-memory 256M: refused without inflating (peak RSS %.0f MiB)" % rss,
+        rc == 1 and "bomb.npz" in err and rss < 300, err)
+
+# --- deep nesting: a 10,000-deep If chain ----------------------------------------------------------------
+def nested_if_bytes(depth):
+    """ModelProto bytes of If inside If ... `depth` levels, written as protobuf wire format directly
+    (Python's protobuf refuses to serialize messages nested this deep)."""
+    def field(num, payload):  # length-delimited field
+        n, out = len(payload), bytearray()
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                break
+        return bytes([(num << 3) | 2]) + bytes(out) + payload
+
+    def varint_field(num, v):
+        out = bytearray()
+        while True:
+            b = v & 0x7F
+            v >>= 7
+            out.append(b | (0x80 if v else 0))
+            if not v:
+                break
+        return bytes([num << 3]) + bytes(out)
+
+    def value_info(name):  # ValueInfoProto{name, type{tensor_type{elem_type FLOAT, shape{dim{1}}}}}
+        dim = field(1, varint_field(1, 1))
+        tensor = varint_field(1, TensorProto.FLOAT) + field(2, dim)
+        return field(1, name.encode()) + field(2, field(1, tensor))
+
+    inner = field(1, field(1, b"x") + field(2, b"o0") + field(4, b"Identity"))  # node
+    graph = inner + field(2, b"leaf") + field(12, value_info("o0"))
+    for level in range(1, depth + 1):
+        attr_then = field(1, b"then_branch") + field(6, graph) + varint_field(20, 5)  # type GRAPH
+        attr_else = field(1, b"else_branch") + field(6, graph) + varint_field(20, 5)
+        node = field(1, b"c") + field(2, ("o%d" % level).encode()) + field(4, b"If") + field(5, attr_then) + \
+            field(5, attr_else)
+        graph = field(1, node) + field(2, ("g%d" % level).encode()) + field(12, value_info("o%d" % level))
+    main = graph + field(11, value_info("x")) + field(11, field(1, b"c") + field(2, field(1, varint_field(1, 9))))
+    return varint_field(1, 8) + field(7, main) + field(8, varint_field(2, 17))
+
+
+for depth in (50, 10000):
+    p = path("nested_if_%d.onnx" % depth)
+    with open(p, "wb") as f:
+        f.write(nested_if_bytes(depth))
+    rc, out, err = u.ferry("run", p, timeout=300)
+    u.check("%d-deep nested If: a result or error:, never a crash (rc=%d)" % (depth, rc),
+            rc == 0 or (rc == 1 and err.startswith("error:")), err[-500:])
+    if depth == 10000:
+        u.check("10,000-deep If: the error says how deep is allowed", rc == 1 and "nest" in err, err[-300:])
+
+# --- a million-node graph ------------------------------------------------------------------------------------
+def chain_bytes(n):
+    """A chain of n Neg nodes, x -> t1 -> ... -> y, as protobuf wire format (onnx.helper takes minutes)."""
+    def ld(num, payload):
+        size, out = len(payload), bytearray()
+        while True:
+            b = size & 0x7F
+            size >>= 7
+            out.append(b | (0x80 if size else 0))
+            if not size:
+                break
+        return bytes([(num << 3) | 2]) + bytes(out) + payload
+    nodes = [ld(1, ld(1, (b"t%d" % i) if i else b"x") + ld(2, (b"t%d" % (i + 1)) if i + 1 < n else b"y") +
+                 ld(4, b"Neg")) for i in range(n)]
+    vi_ = lambda name: ld(1, name) + ld(2, ld(1, bytes([8, TensorProto.FLOAT]) + ld(2, ld(1, bytes([8, 4])))))
+    graph = b"".join(nodes) + ld(2, b"chain") + ld(11, vi_(b"x")) + ld(12, vi_(b"y"))
+    return bytes([8, 8]) + ld(7, graph) + ld(8, bytes([16, 17]))
+
+
+p = path("million.onnx")
+with open(p, "wb") as f:
+    f.write(chain_bytes(1_000_000))
+for level in ("0", "2"):
+    t0 = time.time()
+    rc, out, err = u.ferry("run", p, "--opt-level", level, timeout=600)
+    u.check("a million-node chain at opt level %s: runs (%.0f s)" % (level, time.time() - t0),
+            rc == 0 and "y" in out, err[-500:])
+
+u.finish()
