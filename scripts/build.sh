@@ -4,12 +4,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="${FERRY_JOBS:-$(nproc)}"
-if [ ! -f build/build.ninja ]; then
-  # ccache, when the machine has it, makes rebuilds in several checkouts cheap; it is optional.
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
-fi
+source scripts/configure.sh
+ferry_configure build -DCMAKE_BUILD_TYPE=Release
 ninja -C build -j"$jobs" "$@"
 # The venv's editable ferry package (scripts/setup.sh) reads python/ferry from the source tree but holds a
 # copy of the extension module: bring it up to date with this build.

@@ -21,12 +21,9 @@ target="$1" seconds="$2"
 shift 2
 bash scripts/setup.sh >/dev/null
 jobs="${FERRY_JOBS:-$(nproc)}"
-if [ ! -f build-fuzz/build.ninja ]; then
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-        -DFERRY_FUZZ=ON -DFERRY_BUILD_PYTHON=OFF -DFERRY_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
-fi
+source scripts/configure.sh
+ferry_configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DFERRY_FUZZ=ON \
+  -DFERRY_BUILD_PYTHON=OFF -DFERRY_BUILD_TESTS=OFF
 ninja -C build-fuzz -j"$jobs" "fuzz_$target" >/dev/null
 work="$HOME/.cache/ferry/fuzz/$target"
 findings="$root/fuzz-findings/$target"

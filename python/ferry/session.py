@@ -19,6 +19,22 @@ import numpy as np
 
 from . import _ferry
 
+
+def shapes_option(shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
+    """`shapes=` as the library takes it: each dim a non-negative integer below 2^63 (the library's
+    int64), else ferry.InvalidArgument naming the input and the value (not a TypeError from the binding)."""
+    out: Dict[str, List[int]] = {}
+    for name, dims in (shapes or {}).items():
+        try:
+            out[name] = [int(d) for d in dims]
+        except (TypeError, ValueError):
+            raise _ferry.InvalidArgument("shapes[%r]: %r is not a list of integers" % (name, dims)) from None
+        bad = [d for d in out[name] if not 0 <= d < 1 << 63]
+        if bad:
+            raise _ferry.InvalidArgument("shapes[%r]: %d is not a dimension (expected non-negative integers "
+                                         "below 2^63)" % (name, bad[0]))
+    return out
+
 Dim = Union[int, str, None]
 
 
@@ -94,7 +110,7 @@ class Session:
             "backend": backend, "opt_level": opt_level, "threads": threads, "precision": precision,
             "target": target, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
             "keep_io_types": keep_io_types or None,
-            "shapes": {k: [int(d) for d in v] for k, v in shapes.items()} if shapes else None,
+            "shapes": shapes_option(shapes) or None,
             "cpu": cpu, "allow_newer_opset": allow_newer_opset or None, "max_memory": max_memory,
         }
         path, tmp = _as_path(path_or_bytes)

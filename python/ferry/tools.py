@@ -14,13 +14,11 @@ import numpy as np
 
 from . import _ferry
 from .reports import BenchReport, CheckReport, CompareReport, CompileReport
+from .session import shapes_option
 
 PathLike = Union[str, os.PathLike]
 Shapes = Optional[Mapping[str, Sequence[int]]]
 
-
-def _shapes(shapes: Shapes) -> Dict[str, list]:
-    return {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
 
 
 Inputs = Union[Mapping[str, Any], str, os.PathLike, None]
@@ -61,7 +59,7 @@ def _session_options(target: Optional[str], precision: Optional[str], keep_fp32:
                      shapes: Shapes = None, max_memory: Union[int, str, None] = None) -> Dict[str, Any]:
     return {"target": target, "precision": precision, "keep_fp32": list(keep_fp32) if keep_fp32 else None,
             "opt_level": opt_level, "backend": backend, "threads": threads, "cpu": cpu,
-            "shapes": _shapes(shapes) or None, "max_memory": max_memory}
+            "shapes": shapes_option(shapes) or None, "max_memory": max_memory}
 
 
 def check(model: PathLike, target: str = "cpu", shapes: Shapes = None) -> CheckReport:
@@ -69,7 +67,7 @@ def check(model: PathLike, target: str = "cpu", shapes: Shapes = None) -> CheckR
 
     shapes: concrete shapes for inputs with dynamic dims (others are analysed as 1, and the report says so).
     """
-    return CheckReport(json.loads(_ferry._check(os.fspath(model), target, _shapes(shapes))))
+    return CheckReport(json.loads(_ferry._check(os.fspath(model), target, shapes_option(shapes))))
 
 
 def compile(model: PathLike, output: PathLike, *, target: Optional[str] = None, precision: Optional[str] = None,
@@ -105,7 +103,7 @@ def compare(model: PathLike, inputs: Inputs = None, *, golden: str = "reference"
                                  max_memory=max_memory)
     thresholds = {"cosine": cosine, "rel_euclid": rel_euclid, "atol": atol, "rtol": rtol}
     with _InputFiles(inputs) as files:
-        text = _ferry._compare(os.fspath(model), golden, candidate, files.files, files.path, _shapes(shapes), seed,
+        text = _ferry._compare(os.fspath(model), golden, candidate, files.files, files.path, shapes_option(shapes), seed,
                                layerwise, single_op, ranges, thresholds, os.fspath(repro) if repro else "")
     return CompareReport(json.loads(text))
 
@@ -120,6 +118,6 @@ def bench(model: PathLike, inputs: Inputs = None, *, batches: Sequence[int] = ()
     session = _session_options(target, precision, None, opt_level, backend, threads, cpu, max_memory=max_memory)
     with _InputFiles(inputs) as files:
         text = _ferry._bench(os.fspath(model), session, [int(b) for b in batches], files.files, files.path,
-                             _shapes(shapes),
+                             shapes_option(shapes),
                              warmup, iterations, duration, list(peers), rounds)
     return BenchReport(json.loads(text))

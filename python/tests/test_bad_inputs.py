@@ -25,12 +25,16 @@ def python_call(args):
     while i < len(rest):
         flag, value = rest[i], rest[i + 1]
         if flag == "--input":
-            name, _, path = value.partition("=")
+            name, eq, path = value.partition("=")
+            if not eq:
+                return "flag syntax"  # NAME=FILE is the flag's syntax; Python takes {name: file}
             inputs[name] = path
         elif flag == "--inputs":
             inputs = value
         elif flag == "--shape":
             name, _, dims = value.partition("=")
+            if not all(d.isdigit() and int(d) < 1 << 63 for d in dims.split(",")):
+                return "flag syntax"  # the CLI flag's own syntax: Python takes a list of ints instead
             shapes[name] = [int(d) for d in dims.split(",")]
         else:
             return None  # a flag with no keyword (none in the corpus today)
@@ -54,6 +58,8 @@ def test_every_bad_file_raises_ferry_error_with_the_cli_message(corpus, ferry_cl
         if case["kind"] != "error" or args[0] != "run" or case["rc"] != 1:
             continue
         call = python_call(args)
+        if call == "flag syntax":
+            continue
         if call is None:
             skipped.append(case["name"])
             continue
@@ -68,6 +74,15 @@ def test_every_bad_file_raises_ferry_error_with_the_cli_message(corpus, ferry_cl
         replayed += 1
     assert replayed >= 35, (replayed, skipped)
     assert not skipped, skipped
+
+
+def test_bad_shapes_raise_invalid_argument_naming_the_input(corpus):
+    dynamic = next(c["args"][1] for c in corpus if c["name"] == "dynamic dim without --shape")
+    for dims in ([99999999999999999999, 4], [-1, 4], ["x", 4]):
+        with pytest.raises(ferry.InvalidArgument, match="shapes\\['x'\\]"):
+            ferry.compare(dynamic, shapes={"x": dims})
+        with pytest.raises(ferry.InvalidArgument, match="shapes\\['x'\\]"):
+            ferry.Session(dynamic, shapes={"x": dims})
 
 
 def test_mutated_models_raise_ferry_error_or_load(corpus):

@@ -11,6 +11,7 @@ photographs that scikit-image ships and generated .npy samples.
 """
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -105,7 +106,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_ray_cluster_gives_the_local_report(work, ferry_cli):
+def test_ray_cluster_gives_the_local_report(work, ferry_cli, monkeypatch):
     pytest.importorskip("ray.data")
     d = work["dir"]
     # One thread everywhere, as each Ray actor has: the same kernels in the same order, the same numbers.
@@ -113,6 +114,9 @@ def test_ray_cluster_gives_the_local_report(work, ferry_cli):
                            threads=1)
     port = free_port()
     ray = os.path.join(VENV_BIN, "ray")
+    # This run's own token (a fresh machine has none in ~/.ray/auth_token): the head requires it, and
+    # this process's client and the CLI's --ray subprocess send it from the environment.
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
     env = dict(os.environ, RAY_AUTH_MODE="token")
     started = subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", "--port=%d" % port,
                               "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],

@@ -1,6 +1,8 @@
 """ferry.Session: onnxruntime's habits, numpy in and out, errors as ferry.Error, threads."""
 import concurrent.futures
 import os
+import threading
+import time
 
 import numpy as np
 import onnx
@@ -127,6 +129,56 @@ def test_threads_share_one_session(linear):
         ys = list(pool.map(lambda x: s.run(["y"], {"x": x})[0], xs))
     for x, y in zip(xs, ys):
         np.testing.assert_allclose(y, np.maximum(x @ w + b, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_eight_threads_on_one_session_give_the_serial_outputs(linear):
+    s = ferry.Session(linear[0], threads=1)
+    # Batches of different sizes, so concurrent runs also differ in shape.
+    xs = [np.random.default_rng(i).standard_normal((1 + i % 5, 4)).astype(np.float32) for i in range(64)]
+    serial = [s.run(None, {"x": x}) for x in xs]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        concurrent_outs = list(pool.map(lambda x: s.run(None, {"x": x}), xs))
+    for want, got in zip(serial, concurrent_outs):
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_run_releases_the_gil(tmp_path):
+    """While one thread runs a model of ~10 GFLOP, this thread keeps executing Python: it samples the clock
+    throughout the run (with the GIL held during the run it could only do so before and after)."""
+    rng = np.random.default_rng(0)
+    n = 1024
+    nodes, inits, prev = [], [], "x"
+    for i in range(5):
+        inits.append(numpy_helper.from_array((rng.standard_normal((n, n)) / 32).astype(np.float32), "w%d" % i))
+        nodes.append(helper.make_node("MatMul", [prev, "w%d" % i], ["h%d" % i], name="mm%d" % i))
+        prev = "h%d" % i
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [n, n])], inits)
+    path = str(tmp_path / "chain.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    s = ferry.Session(path, threads=1)
+    x = np.ones((n, n), np.float32)
+    s.run(None, {"x": x})  # warm: kernels and arena ready
+    span = {}
+
+    def run():
+        span["enter"] = time.perf_counter()
+        s.run(None, {"x": x})
+        span["exit"] = time.perf_counter()
+
+    worker = threading.Thread(target=run)
+    samples = []
+    worker.start()
+    while worker.is_alive():
+        samples.append(time.perf_counter())
+    worker.join()
+    enter, leave = span["enter"], span["exit"]
+    assert leave - enter > 0.02, "the run is too short to tell"
+    inside = sorted(t for t in samples if enter <= t <= leave)
+    # The largest stretch of the run in which this thread took no sample: small when the GIL is free.
+    gaps = np.diff([enter] + inside + [leave])
+    assert gaps.max() < 0.5 * (leave - enter), (gaps.max(), leave - enter, len(inside))
 
 
 def test_run_layers_hands_every_intermediate(linear):

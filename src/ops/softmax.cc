@@ -93,7 +93,7 @@ void register_softmax(OpRegistry& r) {
         .min_inputs = 1,
         .max_inputs = 1,
         .infer = [](InferContext& ctx) { return infer_same_as_input(ctx); },
-        .kernel = [kind](KernelContext& ctx) { return soft_kernel(ctx, kind); },
+        .kernel = [k = kind](KernelContext& ctx) { return soft_kernel(ctx, k); },
     });
   }
 }

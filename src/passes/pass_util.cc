@@ -39,6 +39,7 @@ Uses::Uses(const ir::Graph& g) {
     std::set<const ir::Value*> outer;
     for (const ir::Graph* s : n->subgraphs()) collect_outer_reads(*s, outer);
     for (const ir::Value* v : outer) {
+      subgraph_reads_.insert(v);
       auto& u = users_[v];
       if (std::find(u.begin(), u.end(), n.get()) == u.end()) u.push_back(n.get());
       counts_[v] += 2;  // a subgraph use is never a "single use" to fuse through
@@ -48,6 +49,22 @@ Uses::Uses(const ir::Graph& g) {
     outputs_.insert(v);
     ++counts_[v];
   }
+}
+
+namespace {
+thread_local const PreparingUses* preparing_uses = nullptr;
+}  // namespace
+
+PreparingUses::PreparingUses(const ir::Graph& g, const Uses& uses) : graph_(&g), uses_(&uses), outer_(preparing_uses) {
+  preparing_uses = this;
+}
+
+PreparingUses::~PreparingUses() { preparing_uses = outer_; }
+
+const Uses* PreparingUses::of(const ir::Graph* g) {
+  for (const PreparingUses* p = preparing_uses; p; p = p->outer_)
+    if (p->graph_ == g) return p->uses_;
+  return nullptr;
 }
 
 const std::vector<ir::Node*>& Uses::users(const ir::Value* v) const {

@@ -35,6 +35,8 @@ class Uses {
   explicit Uses(const ir::Graph& g);
   const std::vector<ir::Node*>& users(const ir::Value* v) const;
   bool is_output(const ir::Value* v) const { return outputs_.count(v) != 0; }
+  // Whether a subgraph of one of the graph's nodes reads v (an outer-scope use).
+  bool read_by_subgraph(const ir::Value* v) const { return subgraph_reads_.count(v) != 0; }
   // Exactly one user node (once, through one input slot) and not a graph output: safe to fuse away.
   bool single_use(const ir::Value* v) const;
   // Number of (node, input slot) reads plus graph-output uses.
@@ -44,7 +46,27 @@ class Uses {
   std::map<const ir::Value*, std::vector<ir::Node*>> users_;
   std::map<const ir::Value*, int> counts_;
   std::set<const ir::Value*> outputs_;
+  std::set<const ir::Value*> subgraph_reads_;
   std::vector<ir::Node*> none_;
+};
+
+// The uses of the graph whose kernels are being prepared, installed for this thread while the object
+// lives. Code that asks about one value's readers from inside a per-node step (a kernel's create)
+// looks them up here instead of scanning the graph, which made preparing a long chain quadratic
+// (a million-node graph took hours).
+class PreparingUses {
+ public:
+  PreparingUses(const ir::Graph& g, const Uses& uses);
+  ~PreparingUses();
+  PreparingUses(const PreparingUses&) = delete;
+  PreparingUses& operator=(const PreparingUses&) = delete;
+  // The installed uses when they are g's, else null (then scan g).
+  static const Uses* of(const ir::Graph* g);
+
+ private:
+  const ir::Graph* graph_;
+  const Uses* uses_;
+  const PreparingUses* outer_;
 };
 
 // Every read of `from` in g (node inputs, subgraph outer-scope uses, graph outputs) now reads `to`.

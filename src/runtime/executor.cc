@@ -162,6 +162,7 @@ Result<const GraphPlan*> Executor::plan_for(const ir::Graph& g) {
   plan->kernels.resize(n);
   plan->release_after.resize(n);
   const passes::Uses uses(g);
+  const passes::PreparingUses preparing(g, uses);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
     backends::Backend* b = primary_ && primary_->supports(node) ? primary_.get() : reference_.get();

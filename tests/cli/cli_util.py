@@ -22,7 +22,9 @@ def init():
     if len(sys.argv) < 2:
         sys.exit("usage: %s PATH/TO/ferry" % sys.argv[0])
     FERRY = os.path.abspath(sys.argv[1])
-    TMP = tempfile.mkdtemp(prefix="ferry_cli_test_")
+    # With a manifest (record_case), the files stay next to it for the test that replays them.
+    manifest = os.environ.get("FERRY_ERROR_MANIFEST")
+    TMP = tempfile.mkdtemp(prefix="ferry_cli_test_", dir=os.path.dirname(manifest) if manifest else None)
     return TMP
 
 
@@ -89,5 +91,6 @@ def finish():
     if FAILURES:
         print("\n%d check(s) failed: %s (files kept in %s)" % (len(FAILURES), ", ".join(FAILURES), TMP))
         sys.exit(1)
-    shutil.rmtree(TMP, ignore_errors=True)
+    if not os.environ.get("FERRY_ERROR_MANIFEST"):
+        shutil.rmtree(TMP, ignore_errors=True)
     print("\nall checks passed")

@@ -148,7 +148,7 @@ expect_error("absurd dim via --shape (2^40)", ["run", dyn, "--shape", "x=%d,4" %
 expect_error("overflowing dims via --shape", ["run", dyn, "--shape", "x=99999999999999999999,4"], "not a dimension")
 p = save(model([helper.make_node("Identity", ["x"], ["y"], name="id")],
                [vi("x", F, [1 << 40])], [vi("y", F, [1 << 40])]), path("absurd_input.onnx"))
-expect_error("absurd declared input dim (2^40)", ["run", p], "'x'", "limit")
+expect_error("absurd declared input dim (2^40)", ["run", p], "'x'", "memory budget")
 w = TensorProto(name="w", data_type=F, dims=[1 << 40], raw_data=b"\0" * 16)  # helper.make_tensor checks sizes
 p = save(model([helper.make_node("Identity", ["w"], ["y"], name="id")], [], [vi("y", F, [1 << 40])], [w]),
          path("absurd_init.onnx"))

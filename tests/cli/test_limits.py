@@ -28,9 +28,9 @@ def path(name):
 def peak_rss_mib(args):
     """Runs `ferry ARGS` and returns (rc, stderr, its peak resident memory in MiB)."""
     p = subprocess.Popen([u.FERRY, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, rusage = os.wait4(p.pid, 0)[1:]
-    err = p.stderr.read()
-    p.wait()
+    err = p.stderr.read()  # to its end: the process has exited or closed stderr
+    _, status, rusage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
     return p.returncode, err, rusage.ru_maxrss / 1024
 
 
@@ -88,7 +88,7 @@ def deflate_bomb(dst, elements):
              len(name).to_bytes(2, "little") + b"\0\0" + name)
     central = (b"PK\x01\x02" + (20).to_bytes(2, "little") * 2 + b"\0\0" + (8).to_bytes(2, "little") + b"\0\0\0\0" +
                crc.to_bytes(4, "little") + len(data).to_bytes(4, "little") + size.to_bytes(4, "little") +
-               len(name).to_bytes(2, "little") + b"\0" * 12 + name)
+               len(name).to_bytes(2, "little") + b"\0" * 16 + name)  # extra, comment, disk, attrs, offset 0
     end = (b"PK\x05\x06" + b"\0" * 4 + (1).to_bytes(2, "little") * 2 + len(central).to_bytes(4, "little") +
            (len(local) + len(data)).to_bytes(4, "little") + b"\0\0")
     with open(dst, "wb") as f:
@@ -134,10 +134,11 @@ def nested_if_bytes(depth):
         return field(1, name.encode()) + field(2, field(1, tensor))
 
     inner = field(1, field(1, b"x") + field(2, b"o0") + field(4, b"Identity"))  # node
-    graph = inner + field(2, b"leaf") + field(12, value_info("o0"))
-    for level in range(1, depth + 1):
+    leaf = inner + field(2, b"leaf") + field(12, value_info("o0"))
+    graph = leaf
+    for level in range(1, depth + 1):  # the then branch nests; the else branch is the leaf (not 2^depth)
         attr_then = field(1, b"then_branch") + field(6, graph) + varint_field(20, 5)  # type GRAPH
-        attr_else = field(1, b"else_branch") + field(6, graph) + varint_field(20, 5)
+        attr_else = field(1, b"else_branch") + field(6, leaf) + varint_field(20, 5)
         node = field(1, b"c") + field(2, ("o%d" % level).encode()) + field(4, b"If") + field(5, attr_then) + \
             field(5, attr_else)
         graph = field(1, node) + field(2, ("g%d" % level).encode()) + field(12, value_info("o%d" % level))

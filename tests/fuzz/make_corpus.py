@@ -156,6 +156,11 @@ def main():
     buf = io.BytesIO()
     np.savez(buf, w=np.ones((2, 2), np.float32))
     write(d_ck, "weights.npz", buf.getvalue())
+    import mindspore  # the venv's PyPI MindSpore: a real save_checkpoint file
+    ms_path = os.path.join(d_ck, "mindspore.ckpt")
+    mindspore.save_checkpoint([{"name": "dense.weight", "data": mindspore.Tensor(np.ones((2, 3), np.float32))},
+                               {"name": "step", "data": mindspore.Tensor(np.array([7], np.int32))}], ms_path)
+    os.chmod(ms_path, 0o644)  # MindSpore writes checkpoints owner-read-only
 
     d = target_dir("image")
     from PIL import Image

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_backend.h"
+#include "passes/pass_util.h"
 
 namespace ferry::backends::cpu {
 
@@ -305,6 +306,14 @@ struct Reader {
 std::optional<std::vector<Reader>> local_readers(const ir::Value& v) {
   const ir::Graph* g = v.graph;
   if (!g) return std::nullopt;
+  if (const passes::Uses* uses = passes::PreparingUses::of(g)) {
+    if (uses->is_output(&v) || uses->read_by_subgraph(&v)) return std::nullopt;
+    std::vector<Reader> readers;
+    for (const ir::Node* n : uses->users(&v))
+      for (int i = 0; i < n->num_inputs(); ++i)
+        if (n->inputs[i] == &v) readers.push_back({n, i});
+    return readers;
+  }
   for (const ir::Value* o : g->outputs)
     if (o == &v) return std::nullopt;
   std::vector<Reader> readers;
