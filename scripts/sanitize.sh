@@ -1,36 +1,51 @@
 #!/usr/bin/env bash
-# The sanitizer run (`scripts/test.sh --sanitize`): ferry built with AddressSanitizer + UndefinedBehavior-
-# Sanitizer in build-asan/ (RelWithDebInfo; every UBSan finding fatal), then the unit tests, the bad-input
-# CLI tests and a subset of the ONNX conformance suite on both backends. Any report fails the run.
-# Not yet under the sanitizers: the Python tests (the extension module needs libasan preloaded into
-# python) and the ThreadSanitizer build (libgomp is not TSan-instrumented).
+# The sanitizer run: scripts/test.sh runs it after the normal tests (CI included); `scripts/test.sh
+# --sanitize` runs it alone. Any report fails the run; nothing is suppressed.
+#  1. AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, RelWithDebInfo, every UBSan finding
+#     fatal, leaks checked): the unit tests, the bad-input CLI tests, the Python tests that need no torch
+#     (the interpreter runs with libasan preloaded) and a conformance subset on both backends.
+#  2. ThreadSanitizer (build-tsan/): the concurrency test alone (ferry_thread_tests: 8 threads on one
+#     session, on both backends).
+#  3. Each libFuzzer target for FERRY_FUZZ_SECONDS (60 by default) from its corpus (scripts/fuzz.sh all).
+# The builds are cached by ccache (scripts/configure.sh): the first run on a machine compiles everything
+# twice more (about 40 minutes on 2 cores); later runs, CI's fresh clones included, only relink.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 jobs="${FERRY_JOBS:-$(nproc)}"
-if [ ! -f build-asan/build.ninja ]; then
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_SANITIZE=address,undefined \
-        -DFERRY_BUILD_PYTHON=OFF "${launcher[@]}" >/dev/null
-fi
-ninja -C build-asan -j"$jobs" ferry ferry_unit_tests ferry_conformance
-# Leaks are checked too (LeakSanitizer is part of ASan); halt on the first report of any kind.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0}"
+source scripts/configure.sh
+
+ferry_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_SANITIZE=address,undefined
+ninja -C build-asan -j"$jobs" ferry ferry_unit_tests ferry_conformance _ferry
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
-echo "sanitize: unit tests"
+echo "sanitize: unit tests (ASan+UBSan)"
 build-asan/tests/ferry_unit_tests --gtest_brief=1
-echo "sanitize: bad-input CLI tests"
-.venv/bin/python tests/cli/test_bad_inputs.py build-asan/ferry
+echo "sanitize: bad-input CLI tests (ASan+UBSan)"
+.venv/bin/python tests/cli/test_bad_inputs.py build-asan/ferry >/dev/null
+echo "sanitize: Python tests (ASan+UBSan)"
+# CPython itself is not built for LeakSanitizer (it keeps objects until exit): leaks are checked above.
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+  FERRY_BUILD_DIR="$root/build-asan" .venv/bin/python -m pytest -q -p no:cacheprovider \
+  python/tests/test_session.py python/tests/test_bad_inputs.py python/tests/test_ort_port.py python/tests/test_reports.py
 data="$(tests/conformance/ensure_node_tests.sh .venv/bin/python)"
 # A subset that covers the kernel families (convolution, GEMM, pooling, normalization, activations,
 # shape and indexing ops, recurrent cells, resize): the whole suite under ASan would take hours.
 subset='^test_(conv|gemm|matmul|maxpool|averagepool|batchnorm|layer_norm|relu|sigmoid|softmax|add|mul|concat|reshape|transpose|gather|slice|split|lstm|gru|resize|reduce_mean|cast)'
 for backend in reference cpu; do
-  echo "sanitize: conformance subset on the $backend backend"
+  echo "sanitize: conformance subset on the $backend backend (ASan+UBSan)"
   build-asan/tests/conformance/ferry_conformance --data "$data" --manifest tests/conformance/manifest.txt \
-    --timeout 300 --filter "$subset" --backend "$backend" --opt-level "$([ "$backend" = cpu ] && echo 2 || echo 0)"
+    --timeout 300 --filter "$subset" --backend "$backend" --opt-level "$([ "$backend" = cpu ] && echo 2 || echo 0)" \
+    >/dev/null
 done
+
+ferry_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_SANITIZE=thread -DFERRY_BUILD_PYTHON=OFF
+ninja -C build-tsan -j"$jobs" ferry_thread_tests
+echo "sanitize: 8 threads on one session (TSan)"
+TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" build-tsan/tests/ferry_thread_tests --gtest_brief=1
+
+echo "sanitize: fuzz targets, ${FERRY_FUZZ_SECONDS:-60} s each"
+bash scripts/fuzz.sh all "${FERRY_FUZZ_SECONDS:-60}"
 echo "sanitize: ok"

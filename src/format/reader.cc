@@ -42,6 +42,16 @@ Result<ir::ValueKind> to_kind(fb::ValueKind k, const std::string& field) {
   return static_cast<ir::ValueKind>(v);
 }
 
+// FlatBuffers 2.0's verifier checks that a vector's length field is 4-byte aligned, not that its 8-byte
+// elements (int64, WeightRef) are 8-byte aligned: a corrupted file can misplace them, and reading them
+// would be a misaligned load (undefined behaviour). Every such vector is checked before it is read.
+template <class V>
+Status check_aligned(const V* v, const std::string& field) {
+  if (v && reinterpret_cast<uintptr_t>(v->Data()) % 8 != 0)
+    return Status::invalid(field + " is not 8-byte aligned (corrupted file)");
+  return Status();
+}
+
 // Parses the verified FlatBuffer into IR, checking every field's meaning.
 class Parser {
  public:
@@ -53,6 +63,7 @@ class Parser {
     *total = 0;
     const auto* w = root_->weights();
     if (!w) return Status();
+    FERRY_RETURN_IF_ERROR(check_aligned(w, "the weight table"));
     for (fbs::uoffset_t i = 0; i < w->size(); ++i) {
       const fb::WeightRef* r = w->Get(i);
       const uint64_t off = r->offset(), n = r->nbytes();
@@ -89,6 +100,7 @@ class Parser {
     FERRY_ASSIGN_OR_RETURN(DType dt, to_dtype(t->dtype(), field));
     if (dt == DType::kUndefined) return Status::invalid(field + " has no element type");
     std::vector<int64_t> dims;
+    FERRY_RETURN_IF_ERROR(check_aligned(t->dims(), field + ": dims"));
     if (t->dims())
       for (int64_t d : *t->dims()) {
         if (d < 0) return Status::invalid(field + " has a negative dimension " + std::to_string(d));
@@ -181,6 +193,7 @@ class Parser {
         if (fa.floats()) a.floats.assign(fa.floats()->begin(), fa.floats()->end());
         break;
       case K::kInts:
+        FERRY_RETURN_IF_ERROR(check_aligned(fa.ints(), label + ": ints"));
         if (fa.ints()) a.ints.assign(fa.ints()->begin(), fa.ints()->end());
         break;
       case K::kStrings:
@@ -305,12 +318,14 @@ Status check_compile_options(const fb::CompileOptions* c, CompileOptions& o) {
   if (c->input_shapes())
     for (const fb::InputShape* s : *c->input_shapes()) {
       std::vector<int64_t> dims;
+      FERRY_RETURN_IF_ERROR(check_aligned(s->dims(), "compile options: input shape dims"));
       if (s->dims()) dims.assign(s->dims()->begin(), s->dims()->end());
       for (int64_t d : dims)
         if (d < 0) return Status::invalid("compile options: input shape '" + s->name()->str() + "' has a negative dim");
       if (!o.input_shapes.emplace(s->name()->str(), dims).second)
         return Status::invalid("compile options: input shape '" + s->name()->str() + "' is given twice");
     }
+  FERRY_RETURN_IF_ERROR(check_aligned(c->dynamic_batch(), "compile options: dynamic-batch gears"));
   if (c->dynamic_batch()) {
     int64_t prev = 0;
     for (int64_t b : *c->dynamic_batch()) {

@@ -1,6 +1,10 @@
 // The fuzz targets without libFuzzer (any compiler): runs LLVMFuzzerTestOneInput once on each file given,
 // and on every file of each folder given. The normal build's tests replay the seed corpora and the
-// regression inputs (tests/fuzz/regressions: each one a crash or hang a fuzzer found) this way.
+// regression inputs (tests/fuzz/regressions: each one a crash, hang or runaway allocation a fuzzer
+// found) this way. As under the fuzzer (-rss_limit_mb=2048), memory is capped: an input that makes a
+// loader allocate gigabytes fails the replay (std::bad_alloc) instead of passing slowly.
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +31,9 @@ int replay(const std::filesystem::path& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const rlim_t cap = rlim_t{4} << 30;  // address space, not resident memory: 2 GiB of data plus the binary's
+  const rlimit limit{cap, cap};
+  setrlimit(RLIMIT_AS, &limit);
   int failed = 0, count = 0;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path arg(argv[i]);

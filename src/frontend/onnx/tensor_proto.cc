@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "frontend/onnx/import.h"
 #include "core/onnx_dtype.h"
@@ -53,56 +54,101 @@ Status check_external_path(const std::string& base_dir, const std::string& locat
   return Status();
 }
 
-Status read_external(const onnx::TensorProto& p, const std::string& base_dir, size_t expected, void* dst) {
+// Where a tensor's external data lies, checked before anything is allocated for it.
+struct ExternalData {
+  fs::path path;
   std::string location;
-  int64_t offset = 0, length = -1;
+  int64_t offset = 0;
+};
+
+Result<ExternalData> locate_external(const onnx::TensorProto& p, const std::string& base_dir, size_t expected) {
+  ExternalData e;
+  int64_t length = -1;
   for (const auto& kv : p.external_data()) {
     try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "location") e.location = kv.value();
+      else if (kv.key() == "offset") e.offset = std::stoll(kv.value());
       else if (kv.key() == "length") length = std::stoll(kv.value());
     } catch (...) {
       return Status::invalid("external data key '" + kv.key() + "' has a non-numeric value '" + kv.value() + "'");
     }
   }
-  fs::path path;
-  FERRY_RETURN_IF_ERROR(check_external_path(base_dir, location, path));
-  if (offset < 0) return Status::invalid("external data offset " + std::to_string(offset) + " is negative");
+  FERRY_RETURN_IF_ERROR(check_external_path(base_dir, e.location, e.path));
+  if (e.offset < 0) return Status::invalid("external data offset " + std::to_string(e.offset) + " is negative");
   if (length >= 0 && static_cast<size_t>(length) != expected)
     return Status::invalid("external data length " + std::to_string(length) + " does not match the tensor's " +
                            std::to_string(expected) + " bytes");
   std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec) return Status::io("cannot read the size of external data file '" + location + "'");
-  if (static_cast<uint64_t>(offset) > size || size - offset < expected)
-    return Status::invalid("external data in '" + location + "' at offset " + std::to_string(offset) + " with " +
+  auto size = fs::file_size(e.path, ec);
+  if (ec) return Status::io("cannot read the size of external data file '" + e.location + "'");
+  if (static_cast<uint64_t>(e.offset) > size || size - e.offset < expected)
+    return Status::invalid("external data in '" + e.location + "' at offset " + std::to_string(e.offset) + " with " +
                            std::to_string(expected) + " bytes runs past the end of the file (" +
                            std::to_string(size) + " bytes)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::io("cannot open external data file '" + location + "'");
-  f.seekg(offset);
+  return e;
+}
+
+Status read_external(const ExternalData& e, size_t expected, void* dst) {
+  std::ifstream f(e.path, std::ios::binary);
+  if (!f) return Status::io("cannot open external data file '" + e.location + "'");
+  f.seekg(e.offset);
   f.read(static_cast<char*>(dst), static_cast<std::streamsize>(expected));
-  if (!f) return Status::io("short read from external data file '" + location + "'");
+  if (!f) return Status::io("short read from external data file '" + e.location + "'");
   return Status();
 }
 
+// The repeated field that holds a dtype's values when there is no raw_data (ONNX's TensorProto rules):
+// its name and how many values it has; nullopt for a dtype without one.
+struct TypedField {
+  const char* name;
+  int64_t size;
+};
+
+std::optional<TypedField> typed_field(const onnx::TensorProto& p, DType dt) {
+  switch (dt) {
+    case DType::kFloat32: return TypedField{"float_data", p.float_data_size()};
+    case DType::kFloat64: return TypedField{"double_data", p.double_data_size()};
+    case DType::kInt64: return TypedField{"int64_data", p.int64_data_size()};
+    case DType::kUInt32:
+    case DType::kUInt64: return TypedField{"uint64_data", p.uint64_data_size()};
+    case DType::kInt32:
+    case DType::kInt16:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kUInt8:
+    case DType::kBool:
+    case DType::kFloat16:
+    case DType::kBFloat16: return TypedField{"int32_data", p.int32_data_size()};
+    default: return std::nullopt;
+  }
+}
+
+// The data the proto holds for `numel` elements of `expected` bytes is all there (raw_data, external data
+// or the typed field): checked before the tensor is allocated, so a small file that declares a huge
+// tensor is refused without allocating it.
+Status check_data_present(const onnx::TensorProto& p, DType dt, const std::vector<int64_t>& dims, int64_t numel,
+                          size_t expected) {
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != expected)
+      return Status::invalid("raw_data has " + std::to_string(p.raw_data().size()) + " bytes but " +
+                             std::string(dtype_name(dt)) + dims_to_string(dims) +
+                             " needs " + std::to_string(expected));
+    return Status();
+  }
+  if (numel == 0) return Status();
+  const auto field = typed_field(p, dt);
+  if (!field) return Status::unsupported("unsupported tensor dtype");
+  if (field->size != numel)
+    return Status::invalid(std::string(field->name) + " holds " + std::to_string(field->size) +
+                           " values but the shape needs " + std::to_string(numel));
+  return Status();
+}
+
+// Copies a typed field whose size check_data_present has checked.
 template <class T, class Field>
-Status copy_field(const Field& field, Tensor& t, const char* field_name) {
-  if (static_cast<int64_t>(field.size()) != t.numel())
-    return Status::invalid(std::string(field_name) + " holds " + std::to_string(field.size()) +
-                           " values but the shape needs " + std::to_string(t.numel()));
+void copy_field(const Field& field, Tensor& t) {
   T* dst = t.data<T>();
   for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<T>(field[static_cast<int>(i)]);
-  return Status();
-}
-
-Status copy_halves(const google::protobuf::RepeatedField<int32_t>& field, Tensor& t) {
-  if (static_cast<int64_t>(field.size()) != t.numel())
-    return Status::invalid("int32_data holds " + std::to_string(field.size()) + " values but the shape needs " +
-                           std::to_string(t.numel()));
-  uint16_t* dst = t.data<uint16_t>();
-  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<uint16_t>(field[static_cast<int>(i)]);
-  return Status();
 }
 
 }  // namespace
@@ -116,37 +162,42 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) return Status::invalid(label + " has a negative dimension " + dims_to_string(dims));
+  auto numel = checked_numel(dims);
+  if (!numel.ok()) return numel.status().with_context(label);
+  const size_t expected = static_cast<size_t>(*numel) * dtype_size(*dt);
+  std::optional<ExternalData> external;
+  Status st;
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto located = locate_external(p, base_dir, expected);
+    if (!located.ok()) return located.status().with_context(label);
+    external = std::move(located).value();
+  } else {
+    st = check_data_present(p, *dt, dims, *numel, expected);
+    if (!st.ok()) return st.with_context(label);
+  }
   auto created = Tensor::create(*dt, dims);
   if (!created.ok()) return created.status().with_context(label);
   Tensor t = std::move(created).value();
-  size_t expected = t.nbytes();
-  Status st;
-  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    st = read_external(p, base_dir, expected, t.raw());
+  if (external) {
+    st = read_external(*external, expected, t.raw());
   } else if (p.has_raw_data()) {
-    if (p.raw_data().size() != expected)
-      st = Status::invalid("raw_data has " + std::to_string(p.raw_data().size()) + " bytes but " +
-                           t.describe() + " needs " + std::to_string(expected));
-    else if (expected)
-      std::memcpy(t.raw(), p.raw_data().data(), expected);
-  } else if (t.numel() == 0) {
-    // nothing to copy
-  } else {
+    if (expected) std::memcpy(t.raw(), p.raw_data().data(), expected);
+  } else if (t.numel() != 0) {
     switch (*dt) {
-      case DType::kFloat32: st = copy_field<float>(p.float_data(), t, "float_data"); break;
-      case DType::kFloat64: st = copy_field<double>(p.double_data(), t, "double_data"); break;
-      case DType::kInt64: st = copy_field<int64_t>(p.int64_data(), t, "int64_data"); break;
-      case DType::kUInt32: st = copy_field<uint32_t>(p.uint64_data(), t, "uint64_data"); break;
-      case DType::kUInt64: st = copy_field<uint64_t>(p.uint64_data(), t, "uint64_data"); break;
-      case DType::kInt32: st = copy_field<int32_t>(p.int32_data(), t, "int32_data"); break;
-      case DType::kInt16: st = copy_field<int16_t>(p.int32_data(), t, "int32_data"); break;
-      case DType::kInt8: st = copy_field<int8_t>(p.int32_data(), t, "int32_data"); break;
-      case DType::kUInt16: st = copy_field<uint16_t>(p.int32_data(), t, "int32_data"); break;
-      case DType::kUInt8: st = copy_field<uint8_t>(p.int32_data(), t, "int32_data"); break;
-      case DType::kBool: st = copy_field<bool>(p.int32_data(), t, "int32_data"); break;
+      case DType::kFloat32: copy_field<float>(p.float_data(), t); break;
+      case DType::kFloat64: copy_field<double>(p.double_data(), t); break;
+      case DType::kInt64: copy_field<int64_t>(p.int64_data(), t); break;
+      case DType::kUInt32: copy_field<uint32_t>(p.uint64_data(), t); break;
+      case DType::kUInt64: copy_field<uint64_t>(p.uint64_data(), t); break;
+      case DType::kInt32: copy_field<int32_t>(p.int32_data(), t); break;
+      case DType::kInt16: copy_field<int16_t>(p.int32_data(), t); break;
+      case DType::kInt8: copy_field<int8_t>(p.int32_data(), t); break;
+      case DType::kUInt16: copy_field<uint16_t>(p.int32_data(), t); break;
+      case DType::kUInt8: copy_field<uint8_t>(p.int32_data(), t); break;
+      case DType::kBool: copy_field<bool>(p.int32_data(), t); break;
       case DType::kFloat16:
-      case DType::kBFloat16: st = copy_halves(p.int32_data(), t); break;
-      default: st = Status::unsupported("unsupported tensor dtype");
+      case DType::kBFloat16: copy_field<uint16_t>(p.int32_data(), t); break;
+      default: break;  // check_data_present refused it
     }
   }
   if (!st.ok()) return st.with_context(label);
