@@ -8,10 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
 #include "frontend/onnx/functions.h"
+#include "frontend/onnx/parse_failure.h"
 #include "core/onnx_dtype.h"
 #include "onnx/onnx_pb.h"
 #include "ops/op.h"
@@ -283,8 +285,7 @@ Result<std::unique_ptr<ir::Model>> load_onnx_bytes(const std::string& bytes, con
                                                    const std::string& label, const ImportOptions& opts) {
   onnx::ModelProto mp;
   if (bytes.empty()) return Status::invalid(label + ": the file is empty");
-  if (!mp.ParseFromString(bytes))
-    return Status::invalid(label + ": not a valid ONNX model (the protobuf does not parse: truncated or not an ONNX file)");
+  if (!mp.ParseFromString(bytes)) return Status::invalid(model_parse_error(label, bytes));
   return import_model(mp, base_dir, label, opts);
 }
 
@@ -362,8 +363,12 @@ Result<std::unique_ptr<ir::Model>> load_onnx(const std::string& path, const Impo
   if (base.empty()) base = ".";
   // Parsed from the stream, not from a copy of the file in memory: a 300 MB model costs 300 MB once.
   onnx::ModelProto mp;
-  if (!mp.ParseFromIstream(&f))
-    return Status::invalid(path + ": not a valid ONNX model (the protobuf does not parse: truncated or not an ONNX file)");
+  if (!mp.ParseFromIstream(&f)) {
+    // Only now is the file read into memory: to say why it did not parse.
+    std::ifstream again(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+    return Status::invalid(model_parse_error(path, bytes));
+  }
   auto model = import_model(mp, base, path, opts);
   if (model.ok()) remember_import(cache_key, opts, **model);
   return model;
