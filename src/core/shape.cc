@@ -49,18 +49,24 @@ std::string dims_to_string(const std::vector<int64_t>& dims) {
 }
 
 Result<int64_t> checked_numel(const std::vector<int64_t>& dims, int64_t limit) {
-  int64_t n = 1;
+  bool empty = false;
   for (int64_t d : dims) {
     if (d < 0) return Status::invalid("negative dimension in shape " + dims_to_string(dims));
-    if (d == 0) return int64_t{0};
+    if (d == 0) empty = true;
   }
+  // The non-zero dims are bounded even when a 0 makes the tensor empty: strides and any product of
+  // them taken in order (dims [2^60, 221, 0]) must not overflow.
+  int64_t n = 1;
   for (int64_t d : dims) {
+    if (d == 0) continue;
     if (n > limit / d)
-      return Status::error(ErrorCode::kOutOfRange, "shape " + dims_to_string(dims) + " has more than " +
-                                                       std::to_string(limit) + " elements");
+      return Status::error(ErrorCode::kOutOfRange,
+                           "shape " + dims_to_string(dims) + (empty ? " has non-zero dimensions whose product is past "
+                                                                    : " has more than ") +
+                               std::to_string(limit) + " elements");
     n *= d;
   }
-  return n;
+  return empty ? int64_t{0} : n;
 }
 
 Result<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {

@@ -29,6 +29,16 @@ TEST(Tensor, AbsurdShapeIsAnError) {
   EXPECT_NE(r.status().message().find("limit"), std::string::npos);
 }
 
+TEST(Shape, EmptyShapeWithHugeDimsIsAnError) {
+  // Found by the npy fuzzer: a 0 dim made the count 0, and the tensor then multiplied the other dims
+  // in order (signed overflow).
+  EXPECT_EQ(checked_numel({4, 0, 5}).value(), 0);
+  auto r = checked_numel({int64_t{1} << 59, 221, 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("non-zero dimensions"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(Tensor::create(DType::kFloat32, {int64_t{1} << 59, 221, 0}).ok());
+}
+
 TEST(Shape, Broadcast) {
   auto r = broadcast_dims({2, 1, 3}, {4, 1});
   ASSERT_TRUE(r.ok());
