@@ -20,7 +20,7 @@ if [ "$#" -lt 2 ] || ! { [ "$1" = all ] || echo "$targets" | grep -qx "$1"; } ||
 fi
 target="$1" seconds="$2"
 shift 2
-bash scripts/setup.sh >/dev/null
+[ -n "${FERRY_SETUP_DONE:-}" ] || bash scripts/setup.sh >/dev/null
 jobs="${FERRY_JOBS:-$(nproc)}"
 source scripts/configure.sh
 ferry_configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DFERRY_FUZZ=ON \

@@ -12,7 +12,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh
+[ -n "${FERRY_SETUP_DONE:-}" ] || bash scripts/setup.sh
+export FERRY_SETUP_DONE=1
 jobs="${FERRY_JOBS:-$(nproc)}"
 source scripts/configure.sh
 
