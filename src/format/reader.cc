@@ -44,10 +44,11 @@ Result<ir::ValueKind> to_kind(fb::ValueKind k, const std::string& field) {
 
 // FlatBuffers 2.0's verifier checks that a vector's length field is 4-byte aligned, not that its 8-byte
 // elements (int64, WeightRef) are 8-byte aligned: a corrupted file can misplace them, and reading them
-// would be a misaligned load (undefined behaviour). Every such vector is checked before it is read.
+// would be a misaligned load (undefined behaviour). Every such vector is checked before it is read (an
+// empty one has no elements to align: FlatBuffers writes it unaligned).
 template <class V>
 Status check_aligned(const V* v, const std::string& field) {
-  if (v && reinterpret_cast<uintptr_t>(v->Data()) % 8 != 0)
+  if (v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->Data()) % 8 != 0)
     return Status::invalid(field + " is not 8-byte aligned (corrupted file)");
   return Status();
 }
