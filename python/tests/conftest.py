@@ -12,6 +12,10 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("FERRY_BUILD_DIR", os.path.join(ROOT, "build"))
 sys.path.insert(0, os.environ.get("FERRY_PYTHON_PATH", os.path.join(BUILD, "python")))
+# The venv's editable install (scikit-build-core) puts a finder ahead of sys.path that maps `ferry` to the
+# venv's copy of the extension module; without it, `import ferry` takes the build tree's just-built module
+# (build-asan/'s under the sanitizers).
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "ScikitBuildRedirectingFinder"]
 CACHE = os.environ.get("FERRY_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ferry"))
 
 

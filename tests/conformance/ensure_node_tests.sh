@@ -7,7 +7,7 @@ ver="$("$py" -c 'import onnx; print(onnx.__version__)')"
 dir="${FERRY_CACHE:-$HOME/.cache/ferry}/onnx-node-tests/$ver"
 if [ ! -f "$dir/.complete" ]; then
   mkdir -p "$(dirname "$dir")"
-  "$py" "$here/generate_node_tests.py" "$dir" 2>/dev/null
+  "$py" "$here/generate_node_tests.py" "$dir" >&2 2>/dev/null  # stdout is the folder alone
   touch "$dir/.complete"
 fi
 echo "$dir"
