@@ -8,7 +8,7 @@
 # ~/.cache/ferry/fuzz/TARGET, so later runs go on where earlier ones stopped. A crash, leak, UBSan report
 # or hang (-timeout, 10 s) is written to fuzz-findings/TARGET/ and fails the run: minimise it, fix the
 # bug, and check the input into tests/fuzz/regressions/TARGET/ (replayed by CTest on every build).
-# Each run appends "date target seconds executions result" to ~/.cache/ferry/fuzz/runs.tsv.
+# Each run appends "date target seconds-run executions result" to ~/.cache/ferry/fuzz/runs.tsv.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -35,7 +35,7 @@ fuzz_one() {
   shift 2
   local work="$HOME/.cache/ferry/fuzz/$target" findings="$root/fuzz-findings/$target"
   mkdir -p "$work" "$findings"
-  local log="$findings/last-run.log" rc
+  local log="$findings/last-run.log" rc start=$SECONDS
   # The inputs earlier runs found (tests/fuzz/regressions) are run first, as part of the corpus.
   local seeds=("tests/fuzz/corpus/$target")
   [ -d "tests/fuzz/regressions/$target" ] && seeds+=("tests/fuzz/regressions/$target")
@@ -46,11 +46,11 @@ fuzz_one() {
   rc=${PIPESTATUS[0]}
   set -e
   grep -E "ERROR|SUMMARY|Test unit written" "$log" || true
-  local runs result
+  local runs result elapsed=$((SECONDS - start))
   runs=$(grep -Eo "stat::number_of_executed_units: *[0-9]+" "$log" | grep -Eo "[0-9]+$" || echo 0)
   result=$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc; see $findings)")
-  printf "%s\t%s\t%s\t%s\t%s\n" "$(date -u +%FT%TZ)" "$target" "$seconds" "$runs" "$result" >> "$HOME/.cache/ferry/fuzz/runs.tsv"
-  echo "fuzz $target: ${seconds}s, $runs inputs, $result"
+  printf "%s\t%s\t%s\t%s\t%s\n" "$(date -u +%FT%TZ)" "$target" "$elapsed" "$runs" "$result" >> "$HOME/.cache/ferry/fuzz/runs.tsv"
+  echo "fuzz $target: ${elapsed}s, $runs inputs, $result"
   return "$rc"
 }
 
