@@ -3,6 +3,7 @@
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]     e.g. scripts/fuzz.sh onnx_import 1800
 #   scripts/fuzz.sh all SECONDS [libFuzzer flags...]       every target, as many at once as FERRY_JOBS
 #   scripts/fuzz.sh --list                                  the targets
+#   scripts/fuzz.sh --summary                               time fuzzed per target on this machine
 # Builds build-fuzz/ with clang first (only the loaders' modules). The fuzzer starts from the checked-in
 # seeds (tests/fuzz/corpus/TARGET) and grows a working corpus kept per machine under
 # ~/.cache/ferry/fuzz/TARGET, so later runs go on where earlier ones stopped. A crash, leak, UBSan report
@@ -14,6 +15,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 targets=$(cd tests/fuzz/targets && ls *.cc | sed 's/\.cc$//')
 if [ "${1:-}" = "--list" ]; then echo "$targets"; exit 0; fi
+if [ "${1:-}" = "--summary" ]; then
+  # Per target from runs.tsv: minutes fuzzed, of them in runs that ended clean, inputs, runs with a finding.
+  tsv="$HOME/.cache/ferry/fuzz/runs.tsv"
+  [ -f "$tsv" ] || { echo "no fuzz runs recorded on this machine ($tsv)"; exit 0; }
+  echo "| target | minutes | minutes in clean runs | inputs | runs | runs with a finding |"
+  echo "|---|---|---|---|---|---|"
+  awk -F'\t' '{ t[$2] += $3; n[$2] += $4; r[$2]++; if ($5 == "ok") c[$2] += $3; else f[$2]++ }
+    END { for (k in t) printf "| %s | %.1f | %.1f | %d | %d | %d |\n", k, t[k] / 60, c[k] / 60, n[k], r[k], f[k] }' "$tsv" | sort
+  exit 0
+fi
 if [ "$#" -lt 2 ] || ! { [ "$1" = all ] || echo "$targets" | grep -qx "$1"; } || ! [[ "$2" =~ ^[0-9]+$ ]]; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags...]; targets:" $targets >&2
   exit 2
