@@ -19,8 +19,6 @@ from .session import shapes_option
 PathLike = Union[str, os.PathLike]
 Shapes = Optional[Mapping[str, Sequence[int]]]
 
-
-
 Inputs = Union[Mapping[str, Any], str, os.PathLike, None]
 
 
