@@ -50,6 +50,16 @@ Tensor input_for(int thread, int run) {
   return t;
 }
 
+// Thread t's `runs` runs on `session`, their outputs appended to `out`; the first error's text, or "".
+std::string run_thread(Session& session, int t, int runs, std::vector<Tensor>& out) {
+  for (int r = 0; r < runs; ++r) {
+    auto result = session.run_tensors({{"x", input_for(t, r)}});
+    if (!result.ok()) return result.status().to_string();
+    out.push_back(result->at(0).second);
+  }
+  return "";
+}
+
 TEST(SessionThreads, EightThreadsOnOneSessionGiveTheSerialOutputs) {
   constexpr int kThreads = 8, kRuns = 12;
   for (const char* backend : {"cpu", "reference"}) {
@@ -61,26 +71,12 @@ TEST(SessionThreads, EightThreadsOnOneSessionGiveTheSerialOutputs) {
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     Session& session = **s;
     std::vector<std::vector<Tensor>> serial(kThreads);
-    for (int t = 0; t < kThreads; ++t)
-      for (int r = 0; r < kRuns; ++r) {
-        auto out = session.run_tensors({{"x", input_for(t, r)}});
-        ASSERT_TRUE(out.ok()) << out.status().to_string();
-        serial[t].push_back(out->at(0).second);
-      }
+    for (int t = 0; t < kThreads; ++t) ASSERT_EQ(run_thread(session, t, kRuns, serial[t]), "");
     std::vector<std::vector<Tensor>> concurrent(kThreads);
     std::vector<std::string> errors(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
-      threads.emplace_back([&, t] {
-        for (int r = 0; r < kRuns; ++r) {
-          auto out = session.run_tensors({{"x", input_for(t, r)}});
-          if (!out.ok()) {
-            errors[t] = out.status().to_string();
-            return;
-          }
-          concurrent[t].push_back(out->at(0).second);
-        }
-      });
+      threads.emplace_back([&, t] { errors[t] = run_thread(session, t, kRuns, concurrent[t]); });
     for (auto& th : threads) th.join();
     for (int t = 0; t < kThreads; ++t) {
       ASSERT_TRUE(errors[t].empty()) << backend << " thread " << t << ": " << errors[t];
@@ -105,29 +101,13 @@ TEST(SessionThreads, OneSessionPerThreadGivesTheSerialOutputs) {
   auto reference = conv_net().session(so);
   ASSERT_TRUE(reference.ok()) << reference.status().to_string();
   std::vector<std::vector<Tensor>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t)
-    for (int r = 0; r < kRuns; ++r) {
-      auto out = (*reference)->run_tensors({{"x", input_for(t, r)}});
-      ASSERT_TRUE(out.ok()) << out.status().to_string();
-      serial[t].push_back(out->at(0).second);
-    }
+  for (int t = 0; t < kThreads; ++t) ASSERT_EQ(run_thread(**reference, t, kRuns, serial[t]), "");
   std::vector<std::string> errors(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       auto s = conv_net().session(so);
-      if (!s.ok()) {
-        errors[t] = s.status().to_string();
-        return;
-      }
-      for (int r = 0; r < kRuns; ++r) {
-        auto out = (*s)->run_tensors({{"x", input_for(t, r)}});
-        if (!out.ok()) {
-          errors[t] = out.status().to_string();
-          return;
-        }
-        concurrent[t].push_back(out->at(0).second);
-      }
+      errors[t] = s.ok() ? run_thread(**s, t, kRuns, concurrent[t]) : s.status().to_string();
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) {
