@@ -46,31 +46,41 @@ int subgraph_nesting(std::string_view b) {
   std::vector<Open> stack{{Msg::kModel, b.size(), 0}};
   int deepest = 0;
   size_t pos = 0;
+  // Every field must end inside the message that holds it; where one does not, the walk stops (the bytes
+  // are malformed). So `pos` only moves forward and never past the innermost open message's end, which
+  // bounds the walk by the input's length (a length that wrapped a child's end around once sent it
+  // back to the start, forever).
   while (!stack.empty()) {
-    if (pos >= stack.back().end) {
-      pos = stack.back().end;
+    const size_t end = stack.back().end;
+    if (pos == end) {
       stack.pop_back();
       continue;
     }
+    const std::string_view message = b.substr(0, end);
     uint64_t tag, len;
-    if (!read_varint(b, pos, tag)) break;
+    if (!read_varint(message, pos, tag)) break;
     switch (tag & 7) {
       case 0:
-        if (!read_varint(b, pos, len)) return deepest;
+        if (!read_varint(message, pos, len)) return deepest;
         continue;
-      case 1: pos += 8; continue;
-      case 5: pos += 4; continue;
+      case 1:
+      case 5: {
+        const size_t width = (tag & 7) == 1 ? 8 : 4;
+        if (width > end - pos) return deepest;
+        pos += width;
+        continue;
+      }
       case 2: break;
       default: return deepest;  // groups (3, 4) or garbage: ONNX uses neither
     }
-    if (!read_varint(b, pos, len) || len > stack.back().end - pos) return deepest;
+    if (!read_varint(message, pos, len) || len > end - pos) return deepest;
     const Open& top = stack.back();
     if (auto m = child(top.msg, tag >> 3)) {
       const int depth = top.depth + (top.msg == Msg::kAttribute ? 1 : 0);
       deepest = std::max(deepest, depth);
-      stack.push_back({*m, pos + len, depth});
+      stack.push_back({*m, pos + static_cast<size_t>(len), depth});
     } else {
-      pos += len;
+      pos += static_cast<size_t>(len);
     }
   }
   return deepest;
