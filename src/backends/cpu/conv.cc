@@ -282,6 +282,16 @@ class ConvKernel : public Kernel {
     return dense_sample_bytes_ > 0 && xd[0] * dense_sample_bytes_ >= kStreamingActivationBytes;
   }
 
+  // A grouped convolution whose groups are not whole 16-channel blocks (RegNet's group width 8): format
+  // `any` picks oneDNN's jit kernel on nChw8c, between 1x1 convolutions that brgconv runs on nhwc, so
+  // each one paid two reorders. The same jit kernel runs on nhwc at about the same speed (bench/README.md).
+  // Only with AVX-512 (where the neighbours are nhwc) and fp32.
+  bool channels_last_grouped(const std::vector<int64_t>& xd, const Tensor& w) const {
+    if (bf16_ || group_ <= 1 || xd.size() != 4 || w.rank() != 4 || group_ == xd[1]) return false;
+    if (!isa_has(dnnl::cpu_isa::avx512_core)) return false;
+    return (xd[1] / group_) % 16 != 0 || (w.dim(0) / group_) % 16 != 0;
+  }
+
   Result<ConvPlan*> plan_for(const std::vector<int64_t>& xd, const Tensor& w) {
     for (auto& p : plans_)
       if (p->in_dims == xd) return p.get();
@@ -311,6 +321,9 @@ class ConvKernel : public Kernel {
     if (blocked_1x1_pays(xd, w)) {
       src_any = md(to_dims(xd), dt::f32, tag::aBcd16b);
       dst_any = md(to_dims(plan->out_dims), dt::f32, tag::aBcd16b);
+    } else if (channels_last_grouped(xd, w)) {
+      src_any = md(to_dims(xd), dt::f32, tag::nhwc);
+      dst_any = md(to_dims(plan->out_dims), dt::f32, tag::nhwc);
     }
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;

@@ -48,6 +48,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"pad1", {1, 16, 8, 8}, {32, 16, 3, 3}, {{"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"stride2", {2, 8, 9, 9}, {16, 8, 3, 3}, {{"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"groups", {1, 8, 7, 7}, {16, 4, 3, 3}, {{"group", int_attr(2)}}},
+        // RegNet's group width 8 (not whole 16-channel blocks): channels-last on AVX-512.
+        ConvCase{"groups_width8_stride2", {1, 48, 14, 14}, {48, 8, 3, 3}, {{"group", int_attr(6)}, {"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}}},
+        ConvCase{"groups_width8_batch2", {2, 104, 7, 7}, {104, 8, 3, 3}, {{"group", int_attr(13)}, {"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"depthwise", {1, 32, 10, 10}, {32, 1, 3, 3}, {{"group", int_attr(32)}, {"pads", ints_attr({1, 1, 1, 1})}}},
         ConvCase{"depthwise_stride2", {1, 24, 11, 11}, {24, 1, 5, 5}, {{"group", int_attr(24)}, {"strides", ints_attr({2, 2})}, {"pads", ints_attr({2, 2, 2, 2})}}},
         ConvCase{"dilation", {1, 4, 12, 12}, {8, 4, 3, 3}, {{"dilations", ints_attr({2, 3})}, {"pads", ints_attr({2, 3, 2, 3})}}},
@@ -330,6 +333,19 @@ TEST(CpuConv, StreamingDenseGraphsRunBlocked1x1) {
     GTEST_SKIP() << "no brgconv below AVX-512 (1x1 kernel at batch 1: " << dense_small << ")";
   EXPECT_EQ(dense_small.find("jit_1x1"), std::string::npos) << dense_small;
   EXPECT_EQ(grouped_big.find("jit_1x1"), std::string::npos) << grouped_big;
+}
+
+TEST(CpuConv, GroupsOfEightChannelsRunOnAJitKernel) {
+  GraphBuilder b;
+  ir::Value* x = b.input("x", {1, 104, 28, 28});
+  b.output(b.node("Conv", {x, b.constant(random_tensor({104, 8, 3, 3}, 1))},
+                  {{"group", int_attr(13)}, {"pads", ints_attr({1, 1, 1, 1})}}));
+  ir::Graph& g = b.finish();
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend.ok());
+  auto k = (*backend)->create_kernel(*g.nodes[0]);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_EQ((*k)->name().find("ref"), std::string::npos) << (*k)->name();
 }
 
 TEST(CpuConv, ReadsPaddedBlockedInputs) {
