@@ -70,11 +70,12 @@ mkdir -p "$OUT/results"
 SRC=$HERE/conv_bench.cc
 build() {  # build <binary> <compiler and linker flags...>; again when the source or the flags changed
   local bin=$1; shift
-  local flags="$CXX -O2 -std=c++17 -fopenmp $*"
+  local cmd=("$CXX" -O2 -std=c++17 -fopenmp "$SRC" -o "$bin" "$@")
+  local flags="${cmd[*]}"
   if [[ -x $bin && $bin -nt $SRC && -f $bin.flags && $(cat "$bin.flags") == "$flags" ]]; then return; fi
   echo "== building $bin" >&2
   rm -f "$bin.flags"
-  "$CXX" -O2 -std=c++17 -fopenmp "$SRC" -o "$bin" "$@"
+  "${cmd[@]}"
   echo "$flags" >"$bin.flags"
 }
 build "$OUT/conv_bench_v2" -ldnnl  # /usr/include/oneapi/dnnl + /lib/x86_64-linux-gnu/libdnnl.so.2

@@ -26,7 +26,7 @@ def load(path):
             if line.startswith("#"):
                 header.append(line)
                 continue
-            shape, count, impl, layout, med, mn, gfl, chk, comment = (line.split("\t") + [""] * 9)[:9]
+            shape, count, impl, layout, med, _min, _gflops, chk, comment = (line.split("\t") + [""] * 9)[:9]
             rows[shape] = dict(count=int(count), impl=f"{impl} {layout}", ms=float(med), chk=float(chk),
                                comment=comment)
     return header, rows

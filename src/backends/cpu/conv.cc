@@ -292,6 +292,14 @@ class ConvKernel : public Kernel {
     return (xd[1] / group_) % 16 != 0 || (w.dim(0) / group_) % 16 != 0;
   }
 
+  // The layout the source and destination are asked for instead of format `any`, where one of the
+  // rules above pays; none: `any`.
+  std::optional<tag> activation_layout(const std::vector<int64_t>& xd, const Tensor& w) const {
+    if (blocked_1x1_pays(xd, w)) return tag::aBcd16b;
+    if (channels_last_grouped(xd, w)) return tag::nhwc;
+    return std::nullopt;
+  }
+
   Result<ConvPlan*> plan_for(const std::vector<int64_t>& xd, const Tensor& w) {
     for (auto& p : plans_)
       if (p->in_dims == xd) return p.get();
@@ -318,12 +326,9 @@ class ConvKernel : public Kernel {
       dst_any = md(to_dims(plan->out_dims), out, tag::any);
     };
     set_types(bf16_ ? dt::bf16 : dt::f32, bf16_out_ ? dt::bf16 : dt::f32);  // winograd_suits is false for bf16
-    if (blocked_1x1_pays(xd, w)) {
-      src_any = md(to_dims(xd), dt::f32, tag::aBcd16b);
-      dst_any = md(to_dims(plan->out_dims), dt::f32, tag::aBcd16b);
-    } else if (channels_last_grouped(xd, w)) {
-      src_any = md(to_dims(xd), dt::f32, tag::nhwc);
-      dst_any = md(to_dims(plan->out_dims), dt::f32, tag::nhwc);
+    if (auto t = activation_layout(xd, w)) {
+      src_any = md(to_dims(xd), dt::f32, *t);
+      dst_any = md(to_dims(plan->out_dims), dt::f32, *t);
     }
     md bias_md = node_.has_input(2) ? md({w.dim(0)}, dt::f32, tag::x) : md();
     dnnl::primitive_attr attr;
