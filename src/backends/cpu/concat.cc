@@ -17,6 +17,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "ops/util/nn_common.h"
 #include "ops/util/post_ops.h"
 #include "ops/util/tensor_common.h"
@@ -87,37 +88,52 @@ struct Affine {
   std::vector<Act> acts;
 };
 
-// dst[j] = act(src[j] * scale[c] + shift[c]) for run elements [b, e) (see RunCopy for their channels):
-// the affine map in one branch-free loop per layout, then each activation over the same (cached)
-// elements, each loop `omp simd` (GCC's -O2 does not vectorize loops that need a remainder).
-void affine_range(const RunCopy& c, const Affine& f, const float* __restrict src, float* __restrict dst, int64_t b,
-                  int64_t e) {
+// dst[j] = act(src[j] * scale[c] + shift[c]) for run elements [b, e) (see RunCopy for their channels),
+// one branch-free `omp simd` loop per layout (GCC's -O2 does not vectorize loops that need a remainder);
+// `first` is the chain's first activation when it is a clip (Relu), applied in the same loop.
+template <class First>
+void affine_loops(const RunCopy& c, const Affine& f, const float* __restrict src, float* __restrict dst, int64_t b,
+                  int64_t e, First first) {
   const float* sc = f.scale.data();
   const float* sh = f.shift.data();
   if (c.axis_stride == 1 && c.block == 1) {  // channels innermost (nhwc, [N, C])
     const float* s = sc + c.first_channel;
     const float* t = sh + c.first_channel;
 #pragma omp simd
-    for (int64_t j = b; j < e; ++j) dst[j] = src[j] * s[j] + t[j];
-  } else {
-    for (int64_t j = b; j < e;) {
-      const int64_t kb = j / c.axis_stride;
-      const int64_t end = std::min(e, (kb + 1) * c.axis_stride);
-      const int64_t c0 = c.first_channel + kb * c.block;
-      if (c.block == 1) {
-        const float s = sc[c0], t = sh[c0];
-#pragma omp simd
-        for (int64_t k = j; k < end; ++k) dst[k] = src[k] * s + t;
-        j = end;
-      } else {
-#pragma omp simd
-        for (int64_t k = j; k < end; ++k) dst[k] = src[k] * sc[c0 + k % c.block] + sh[c0 + k % c.block];
-        j = end;
-      }
-    }
+    for (int64_t j = b; j < e; ++j) dst[j] = first(src[j] * s[j] + t[j]);
+    return;
   }
-  for (const Affine::Act& a : f.acts) {
-    const float lo = a.lo, hi = a.hi, slope = a.slope;  // locals: no aliasing with dst for the vectorizer
+  for (int64_t j = b; j < e;) {
+    const int64_t kb = j / c.axis_stride;
+    const int64_t end = std::min(e, (kb + 1) * c.axis_stride);
+    const int64_t c0 = c.first_channel + kb * c.block;
+    if (c.block == 1) {
+      const float s = sc[c0], t = sh[c0];
+#pragma omp simd
+      for (int64_t k = j; k < end; ++k) dst[k] = first(src[k] * s + t);
+    } else {
+#pragma omp simd
+      for (int64_t k = j; k < end; ++k) dst[k] = first(src[k] * sc[c0 + k % c.block] + sh[c0 + k % c.block]);
+    }
+    j = end;
+  }
+}
+
+// The affine map and then the activations: the first one in the map's loop when it is a clip (the
+// common BN -> Relu), each other one as its own loop over the same (cached) elements.
+void affine_range(const RunCopy& c, const Affine& f, const float* __restrict src, float* __restrict dst, int64_t b,
+                  int64_t e) {
+  size_t done = 0;
+  if (!f.acts.empty() && f.acts[0].clip) {
+    const float lo = f.acts[0].lo, hi = f.acts[0].hi;  // locals: no aliasing with dst for the vectorizer
+    affine_loops(c, f, src, dst, b, e, [lo, hi](float v) { return std::min(std::max(v, lo), hi); });
+    done = 1;
+  } else {
+    affine_loops(c, f, src, dst, b, e, [](float v) { return v; });
+  }
+  for (size_t i = done; i < f.acts.size(); ++i) {
+    const Affine::Act& a = f.acts[i];
+    const float lo = a.lo, hi = a.hi, slope = a.slope;
     if (a.clip) {
 #pragma omp simd
       for (int64_t j = b; j < e; ++j) dst[j] = std::min(std::max(dst[j], lo), hi);
@@ -150,27 +166,14 @@ RunCopy run_copy(const md& dst, const std::vector<int64_t>& x_dims, tag t, int a
   return c;
 }
 
-// Copies the runs, through `f` when given.
-void copy_runs(const RunCopy& c, const float* src, float* dst, const Affine* f) {
-  // Pieces of at least 16k floats: one run per piece where runs are long (nchw), several where short.
-  constexpr int64_t kPiece = 1 << 14;
-  const int64_t per_run = std::max<int64_t>(1, (c.run + kPiece - 1) / kPiece);
-  const int64_t piece_len = (c.run + per_run - 1) / per_run;
-  const int64_t runs_per_piece = std::max<int64_t>(1, kPiece / std::max<int64_t>(c.run, 1));
-  const int64_t groups = (c.outer + runs_per_piece - 1) / runs_per_piece;
-#pragma omp parallel for collapse(2) schedule(static) if (c.outer * c.run >= 2 * kPiece)
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t p = 0; p < per_run; ++p) {
-      const int64_t b = p * piece_len, e = std::min(c.run, b + piece_len);
-      for (int64_t o = g * runs_per_piece; o < std::min(c.outer, (g + 1) * runs_per_piece); ++o) {
-        if (e <= b) continue;
-        float* d = dst + c.dst_offset + o * c.dst_stride;
-        const float* x = src + o * c.run;
-        if (f) affine_range(c, *f, x, d, b, e);
-        else std::memcpy(d + b, x + b, (e - b) * sizeof(float));
-      }
-    }
-}
+// One piece of the work: run elements [b, e) of outer indexes [o0, o1) of input `input`.
+struct Piece {
+  size_t input = 0;
+  int64_t o0 = 0, o1 = 0, b = 0, e = 0;
+};
+
+// Pieces hold about this many elements; runs longer than that (nchw images) are cut.
+constexpr int64_t kPiece = int64_t{1} << 14;
 
 struct ConcatPlan {
   std::vector<md> srcs;  // the inputs' descriptors this plan is for
@@ -178,8 +181,61 @@ struct ConcatPlan {
   tag dst_tag = tag::undef;
   std::vector<md> parts;        // per input: its sub-tensor of dst (for the reorder)
   std::vector<bool> as_runs;    // per input: copied as runs (same layout as dst)
-  std::vector<RunCopy> runs;
+  std::vector<RunCopy> runs;    // per input copied as runs, after a reorder or not (else run 0)
+  std::vector<Piece> pieces;    // of every input with runs, in the order the output is written
+  std::vector<int64_t> starts;  // per piece: the elements of the pieces before it
+  int64_t total = 0;            // elements in all pieces
 };
+
+// The pieces of every input copied as runs, output-row-major: each group of outer indexes (a few
+// pixels in nhwc) takes every input in turn, so the output is written front to back in one pass
+// instead of once per input (DenseNet's concatenations have up to 49 inputs of 32 channels).
+void plan_pieces(ConcatPlan& p) {
+  int64_t row = 0, outer = 0;  // the output elements of one outer index, the outer indexes
+  for (const RunCopy& c : p.runs)
+    if (c.run > 0 && c.outer > 0) row += c.run, outer = std::max(outer, c.outer);
+  if (row == 0) return;
+  const int64_t rows = std::max<int64_t>(1, kPiece / row);
+  for (int64_t o0 = 0; o0 < outer; o0 += rows)
+    for (size_t i = 0; i < p.runs.size(); ++i) {
+      const RunCopy& c = p.runs[i];
+      if (c.run == 0 || o0 >= c.outer) continue;
+      const int64_t o1 = std::min(c.outer, o0 + rows);
+      const int64_t cuts = (c.run + kPiece - 1) / kPiece;
+      const int64_t len = ((c.run + cuts - 1) / cuts + 63) / 64 * 64;  // whole vectors and channel blocks
+      for (int64_t b = 0; b < c.run; b += len) {
+        const int64_t e = std::min(c.run, b + len);
+        p.pieces.push_back({i, o0, o1, b, e});
+        p.starts.push_back(p.total);
+        p.total += (o1 - o0) * (e - b);
+      }
+    }
+}
+
+// Copies every piece from `srcs` (per input, in the output's layout) into `dst`, through `f` when
+// given: the threads take equal shares of the elements, one fork for all inputs; small ones one thread.
+void copy_pieces(const ConcatPlan& p, const std::vector<const float*>& srcs, float* dst, const Affine* f) {
+  auto copy_share = [&](int64_t lo, int64_t hi) {  // the pieces that start in [lo, hi)
+    size_t k = static_cast<size_t>(std::lower_bound(p.starts.begin(), p.starts.end(), lo) - p.starts.begin());
+    for (; k < p.pieces.size() && p.starts[k] < hi; ++k) {
+      const Piece& pc = p.pieces[k];
+      const RunCopy& c = p.runs[pc.input];
+      for (int64_t o = pc.o0; o < pc.o1; ++o) {
+        const float* x = srcs[pc.input] + o * c.run;
+        float* d = dst + c.dst_offset + o * c.dst_stride;
+        if (f) affine_range(c, *f, x, d, pc.b, pc.e);
+        else std::memcpy(d + pc.b, x + pc.b, (pc.e - pc.b) * sizeof(float));
+      }
+    }
+  };
+  if (p.total < kSmallElementwise) return copy_share(0, p.total);
+#pragma omp parallel
+  {
+    const int64_t n = omp_get_num_threads(), t = omp_get_thread_num();
+    copy_share(p.total * t / n, p.total * (t + 1) / n);
+  }
+}
+
 
 class ConcatKernel : public Kernel {
  public:
@@ -202,17 +258,20 @@ class ConcatKernel : public Kernel {
     if (affine_ && out_dims[1] != static_cast<int64_t>(affine_->scale.size()))
       return Status::invalid(op + ": bn_scale holds " + std::to_string(affine_->scale.size()) + " values for " +
                              std::to_string(out_dims[1]) + " channels");
+    const Affine* f = affine_ ? &*affine_ : nullptr;
+    std::vector<const float*> srcs(xs.size(), nullptr);
+    std::vector<Tensor> reordered;  // inputs brought into the output's layout for the affine map
+    reordered.reserve(xs.size());
     try {
       for (size_t i = 0; i < xs.size(); ++i) {
         if (xs[i]->numel() == 0) continue;
-        const Affine* f = affine_ ? &*affine_ : nullptr;
         if (p->as_runs[i]) {
-          copy_runs(p->runs[i], xs[i]->data<float>(), dst.data<float>(), f);
+          srcs[i] = xs[i]->data<float>();
         } else if (f) {
-          // Into the output's layout first, then through the affine map like the others.
           const md same(dnnl::memory::dims(xs[i]->dims().begin(), xs[i]->dims().end()), dt::f32, p->dst_tag);
           FERRY_ASSIGN_OR_RETURN(Tensor x, reorder_to(*xs[i], same));
-          copy_runs(p->runs[i], x.data<float>(), dst.data<float>(), f);
+          reordered.push_back(std::move(x));
+          srcs[i] = reordered.back().data<float>();
         } else {
           reorder(as_memory(*xs[i], p->srcs[i]), as_memory(dst, p->parts[i]));
         }
@@ -220,6 +279,7 @@ class ConcatKernel : public Kernel {
     } catch (const dnnl::error& e) {
       return Status::internal(op + ": oneDNN reorder failed: " + e.what());
     }
+    copy_pieces(*p, srcs, dst.data<float>(), f);
     return set_output(ctx, 0, std::move(dst), blocked_out_);
   }
 
@@ -278,6 +338,7 @@ class ConcatKernel : public Kernel {
     } catch (const dnnl::error& e) {
       return Status::internal(node_.op_type + ": no sub-tensor of the output for an input: " + e.what());
     }
+    plan_pieces(*plan);
     plans_.push_back(std::move(plan));
     return plans_.back().get();
   }

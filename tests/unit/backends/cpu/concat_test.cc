@@ -150,6 +150,10 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{"odd_channels_plain", {1, 20, 9, 9}, 13, 7, {"Relu"}, {0.f}, {0.f}},
                       NormCase{"single_input_no_activation", {1, 16, 7, 7}, 0, 0, {}, {}, {}},
                       NormCase{"rank2", {5, 40}, 0, 0, {"Relu"}, {0.f}, {0.f}},
+                      // plain runs of 24 x 5184 floats: cut into pieces inside a channel, two threads
+                      NormCase{"long_plain_runs", {1, 24, 72, 72}, 0, 0, {"Relu"}, {0.f}, {0.f}},
+                      // pieces of two pixels each over three inputs (a row of 7200 channels)
+                      NormCase{"wide_rows", {1, 4000, 3, 3}, 1600, 1600, {"LeakyRelu"}, {0.2f}, {0.f}},
                       NormCase{"rank3", {2, 24, 17}, 0, 0, {"Clip"}, {-0.2f}, {0.3f}}),
     [](const ::testing::TestParamInfo<NormCase>& i) { return i.param.name; });
 
