@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/rnn_onednn.h"
 #include "backends/cpu/vec_math.h"
 #include "backends/cpu/vec_rnn.h"
 #include "ops/op.h"
@@ -101,7 +102,10 @@ class RnnKernel : public Kernel {
     linear_before_reset_ = node.attr_int("linear_before_reset", 0) != 0;
     reference_ = ops::OpRegistry::global().find(node.domain, node.op_type, node.opset);
   }
-  std::string name() const override { return "cpu:sgemm:" + lower(node_.op_type); }
+  // The path the last run took: oneDNN's LSTM (rnn_onednn.h) or this file's GEMMs.
+  std::string name() const override {
+    return lstm_ && used_onednn_ ? "cpu:onednn:lstm:" + lstm_->impl() : "cpu:sgemm:" + lower(node_.op_type);
+  }
 
   Status run(ops::KernelContext& ctx) override {
     if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel");
@@ -109,6 +113,16 @@ class RnnKernel : public Kernel {
     if (!read_inputs(ctx, r)) return reference_->kernel(ctx);
     const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
     std::vector<float> y(r.seq * r.dirs * B * H, 0.0f), yh(r.dirs * B * H), yc(r.dirs * B * H);
+    used_onednn_ = false;
+    if (OnednnLstm* l = onednn_lstm_for(r)) {
+      try {
+        run_onednn_lstm(r, *l, y, yh, yc);
+        used_onednn_ = true;
+        return write_outputs(ctx, r, y, yh, yc);
+      } catch (const dnnl::error& e) {
+        return Status::internal(node_.label() + ": oneDNN's LSTM failed: " + e.what());
+      }
+    }
     std::vector<std::vector<float>> xw(r.dirs, std::vector<float>(r.seq * B * GH));
     for (int64_t d = 0; d < r.dirs; ++d) project_inputs(r, d, xw[d]);  // big GEMMs: every thread
     zeros(H);
@@ -248,6 +262,39 @@ class RnnKernel : public Kernel {
     return true;
   }
 
+  // oneDNN's LSTM for this run, or null: a batch of one (this file's matvec path is as fast), clip,
+  // input_forget or shorter sequences (oneDNN has none of them), or no brgemm kernel for the shape.
+  OnednnLstm* onednn_lstm_for(const RnnRun& r) {
+    if (node_.op_type != "LSTM" || r.batch < 2 || clip_ > 0 || input_forget_) return nullptr;
+    for (int64_t len : r.lens)
+      if (len != r.seq) return nullptr;
+    LstmShape s;
+    s.seq = r.seq, s.batch = r.batch, s.input = r.input, s.hidden = r.hidden, s.dirs = r.dirs;
+    s.reverse = direction_ == "reverse", s.batch_first = r.batch_first, s.peepholes = r.p != nullptr;
+    if (!(s == lstm_shape_)) {  // a new shape: one try at a primitive for it
+      lstm_shape_ = s;
+      lstm_ = OnednnLstm::create(s);
+      prepared_ = {};
+    }
+    return lstm_.get();
+  }
+
+  // Runs l on r's tensors into y, yh and yc; the weights are copied into oneDNN's layouts once while
+  // the same constant tensors come in, else every run.
+  void run_onednn_lstm(const RnnRun& r, OnednnLstm& l, std::vector<float>& y, std::vector<float>& yh,
+                       std::vector<float>& yc) {
+    LstmTensors t{r.x, r.w, r.r, r.b, r.p, r.h0, r.c0, y.data(), yh.data(), yc.data()};
+    const std::vector<const float*> weights{r.w, r.r, r.b, r.p};
+    bool constant = true;
+    for (int i : {1, 2, 3, 7})
+      if (i < node_.num_inputs() && node_.has_input(i) && !node_.inputs[i]->is_constant()) constant = false;
+    if (!constant || weights != prepared_) {
+      l.prepare_weights(t);
+      prepared_ = constant ? weights : std::vector<const float*>{};
+    }
+    l.run(t);
+  }
+
   // Row of step t, batch row bi in X (and in the projections, which keep X's row order).
   static int64_t row_of(const RnnRun& r, int64_t t, int64_t bi) { return r.batch_first ? bi * r.seq + t : t * r.batch + bi; }
   static int64_t state_offset(const RnnRun& r, int64_t d, int64_t bi) {
@@ -345,6 +392,10 @@ class RnnKernel : public Kernel {
   bool input_forget_ = false, linear_before_reset_ = false;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<float> zeros_;
+  LstmShape lstm_shape_;                 // the shape lstm_ was made for (or found no kernel for)
+  std::unique_ptr<OnednnLstm> lstm_;
+  std::vector<const float*> prepared_;  // the constant W, R, B, P lstm_'s weights were copied from
+  bool used_onednn_ = false;
 };
 
 Result<std::unique_ptr<Kernel>> create_rnn(const ir::Node& node, const CpuOptions&) {

@@ -5,6 +5,9 @@
 
 #include "unit/backends/cpu/conv_test_util.h"
 
+#include "backends/cpu/isa_probe.h"
+#include "backends/cpu/rnn_onednn.h"
+
 namespace ferry::backends::cpu::testing {
 namespace {
 
@@ -78,6 +81,11 @@ std::vector<RnnCase> cases() {
         c.lens = c.initial = true;
         v.push_back(c);
       }
+  // Full-length sequences, batch 3: oneDNN's LSTM where it has a brgemm kernel (AVX-512), with initial
+  // states and peepholes in both layouts and every direction.
+  for (const char* dir : {"forward", "reverse", "bidirectional"})
+    for (bool bf : {false, true}) v.push_back({"LSTM", dir, bf, true, false, true, true});
+  v.push_back({"LSTM", "bidirectional", true, false, false, true, false});
   v.push_back({"LSTM", "bidirectional", false, true, true, true, true, 0.8f, false});
   v.push_back({"LSTM", "forward", true, false, false, true, false, 0, true});
   v.push_back({"GRU", "bidirectional", false, true, true, true, false, 0.5f, false, true});
@@ -90,6 +98,20 @@ class CpuRnnCases : public ::testing::TestWithParam<RnnCase> {};
 TEST_P(CpuRnnCases, MatchesReference) { check(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Rnn, CpuRnnCases, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<RnnCase>& i) { return i.param.name(); });
+
+// oneDNN's LSTM is taken only with its brgemm kernel, which AVX-512 CPUs have (its ref RNN elsewhere
+// is not: rnn.cc's GEMM path runs there); the kernel names the path its last run took.
+TEST(CpuRnn, OnednnLstmOnlyWithBrgemm) {
+  LstmShape s;
+  s.seq = 5, s.batch = 3, s.input = 7, s.hidden = 6, s.dirs = 2, s.peepholes = true;
+  std::unique_ptr<OnednnLstm> l = OnednnLstm::create(s);
+  if (isa_has(dnnl::cpu_isa::avx512_core)) {
+    ASSERT_NE(l, nullptr);
+    EXPECT_NE(l->impl().find("brgemm"), std::string::npos) << l->impl();
+  } else {
+    EXPECT_EQ(l, nullptr) << l->impl();
+  }
+}
 
 // Custom activations stay on the reference kernel (the cpu one implements the defaults only).
 TEST(CpuRnn, OtherActivationsAreNotTaken) {
