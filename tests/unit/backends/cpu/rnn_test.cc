@@ -17,15 +17,17 @@ struct RnnCase {
   bool batch_first = false, bias = true, lens = false, initial = false, peepholes = false;
   float clip = 0;
   bool input_forget = false, linear_before_reset = false;
+  int64_t batch = 3;  // above 4: each step's product on oneDNN's sgemm, else the thread team's matvecs
   std::string name() const {
     return op + "_" + direction + (batch_first ? "_batch_first" : "") + (bias ? "" : "_nobias") + (lens ? "_lens" : "") +
            (initial ? "_initial" : "") + (peepholes ? "_peep" : "") + (clip > 0 ? "_clip" : "") +
-           (input_forget ? "_input_forget" : "") + (linear_before_reset ? "_lbr" : "");
+           (input_forget ? "_input_forget" : "") + (linear_before_reset ? "_lbr" : "") +
+           (batch != 3 ? "_b" + std::to_string(batch) : "");
   }
 };
 
 void check(const RnnCase& c) {
-  const int64_t S = 5, B = 3, I = 7, H = 6;
+  const int64_t S = 5, B = c.batch, I = 7, H = 6;
   const int64_t D = c.direction == "bidirectional" ? 2 : 1;
   const int64_t G = c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
   GraphBuilder g;
@@ -33,7 +35,9 @@ void check(const RnnCase& c) {
   std::vector<ir::Value*> ins{g.input("x", xdims), g.constant(random_tensor({D, G * H, I}, 2)),
                               g.constant(random_tensor({D, G * H, H}, 3))};
   ins.push_back(c.bias ? g.constant(random_tensor({D, 2 * G * H}, 4)) : nullptr);
-  ins.push_back(c.lens ? g.constant(Tensor::from_vector<int32_t>({5, 2, 0}, {B})) : nullptr);
+  std::vector<int32_t> lens{5, 2, 0, 5, 3, 1, 4, 5};
+  lens.resize(B, 5);
+  ins.push_back(c.lens ? g.constant(Tensor::from_vector<int32_t>(lens, {B})) : nullptr);
   std::vector<int64_t> sdims = c.batch_first ? std::vector<int64_t>{B, D, H} : std::vector<int64_t>{D, B, H};
   ins.push_back(c.initial ? g.constant(random_tensor(sdims, 5)) : nullptr);
   if (c.op == "LSTM") {
@@ -91,6 +95,17 @@ std::vector<RnnCase> cases() {
   v.push_back({"GRU", "bidirectional", false, true, true, true, false, 0.5f, false, true});
   v.push_back({"GRU", "reverse", true, true, false, false, false, 0, false, true});
   v.push_back({"RNN", "forward", false, false, true, false, false, 0.3f});
+  // Batch 6: the step products on sgemm (the LSTMs with clip or sequence_lens, which oneDNN's LSTM does
+  // not take), both GRU reset variants, both directions at once.
+  for (RnnCase c : std::vector<RnnCase>{{"GRU", "forward", false, true, false, true},
+                                         {"GRU", "bidirectional", true, true, true, true, false, 0, false, true},
+                                         {"GRU", "reverse", false, true, false, false, false, 0, false, true},
+                                         {"RNN", "bidirectional", false, true, true, true},
+                                         {"LSTM", "forward", false, true, true, true, true},
+                                         {"LSTM", "bidirectional", true, true, false, true, false, 0.9f}}) {
+    c.batch = 6;
+    v.push_back(c);
+  }
   return v;
 }
 
