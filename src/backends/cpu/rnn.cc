@@ -57,8 +57,6 @@ bool rnn_supports(const ir::Node& n, const CpuOptions&) {
   return true;
 }
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-inline float clipped(float v, float clip) { return clip > 0 ? std::max(-clip, std::min(clip, v)) : v; }
 
 // C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `threads` 0: oneDNN's sgemm (every
 // thread; a GEMM worth the name). Otherwise a step's small product (M = batch) as vectorized matvecs, B's
@@ -337,8 +335,7 @@ class RnnKernel : public Kernel {
       gru_reset_term(r, bd, step, hh, hr);
     } else {
       std::vector<float> rh(B * H);
-      for (int64_t bi = 0; bi < B; ++bi)
-        for (int64_t k = 0; k < H; ++k) rh[bi * H + k] = sigmoid(clipped(step[bi * GH + H + k], clip_)) * h[bi * H + k];
+      for (int64_t bi = 0; bi < B; ++bi) vec_gru_reset(step.data() + bi * GH + H, h.data() + bi * H, nullptr, H, clip_, rh.data() + bi * H);
       gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), step_threads);
       for (int64_t bi = 0; bi < B; ++bi)
         for (int64_t k = 0; k < H; ++k) hr[bi * H + k] = hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f);
@@ -351,10 +348,7 @@ class RnnKernel : public Kernel {
     const int64_t H = r.hidden, GH = 3 * H;
     const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
     for (int64_t bi = 0; bi < r.batch; ++bi)
-      for (int64_t k = 0; k < H; ++k) {
-        const float rg = sigmoid(clipped(step[bi * GH + H + k], clip_));
-        hr[bi * H + k] = rg * (hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f));
-      }
+      vec_gru_reset(step.data() + bi * GH + H, hh.data() + bi * H, rb_h, H, clip_, hr.data() + bi * H);
   }
 
   Status write_outputs(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& y, const std::vector<float>& yh,

@@ -79,6 +79,18 @@ void GruCellF32(const float* g, const float* hr, int64_t hidden, float clip, flo
   }
 }
 
+void GruResetF32(const float* g_r, const float* x, const float* b, int64_t hidden, float clip, float* out) {
+  const hn::ScalableTag<float> d;
+  Lanes<decltype(d)> l{d, static_cast<size_t>(hidden)};
+  const size_t H = l.n, N = hn::Lanes(d);
+  for (l.i = 0; l.i < H; l.i += N) {
+    l.count = std::min(N, H - l.i);
+    const auto r = sigmoid(d, clip_to(d, l.load(g_r, 0), clip));
+    const auto v = b ? hn::Add(l.load(x, 1), l.load(b, 2)) : l.load(x, 1);
+    l.store(hn::Mul(r, v), out, 3);
+  }
+}
+
 void RnnCellF32(const float* g, int64_t hidden, float clip, float* h) {
   const hn::ScalableTag<float> d;
   Lanes<decltype(d)> l{d, static_cast<size_t>(hidden)};
@@ -98,12 +110,16 @@ namespace ferry::backends::cpu {
 HWY_EXPORT(LstmCellF32);
 HWY_EXPORT(GruCellF32);
 HWY_EXPORT(RnnCellF32);
+HWY_EXPORT(GruResetF32);
 
 void vec_lstm_cell(const float* g, const float* p, int64_t hidden, float clip, bool input_forget, float* h, float* c) {
   HWY_DYNAMIC_DISPATCH(LstmCellF32)(g, p, hidden, clip, input_forget, h, c);
 }
 void vec_gru_cell(const float* g, const float* hr, int64_t hidden, float clip, float* h) {
   HWY_DYNAMIC_DISPATCH(GruCellF32)(g, hr, hidden, clip, h);
+}
+void vec_gru_reset(const float* g_r, const float* x, const float* b, int64_t hidden, float clip, float* out) {
+  HWY_DYNAMIC_DISPATCH(GruResetF32)(g_r, x, b, hidden, clip, out);
 }
 void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h) { HWY_DYNAMIC_DISPATCH(RnnCellF32)(g, hidden, clip, h); }
 

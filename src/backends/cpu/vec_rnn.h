@@ -11,6 +11,9 @@ namespace ferry::backends::cpu {
 void vec_lstm_cell(const float* g, const float* p, int64_t hidden, float clip, bool input_forget, float* h, float* c);
 // GRU: g holds [z, r, h] pre-activations without the hidden gate's recurrent term, which is `hr`.
 void vec_gru_cell(const float* g, const float* hr, int64_t hidden, float clip, float* h);
+// GRU's reset gate applied: out = sigmoid(g_r) * (x + b) (b may be null; clip > 0 clips g_r): the
+// hidden gate's recurrent term r * (h.R_h + Rb_h) with linear_before_reset, else r * h.
+void vec_gru_reset(const float* g_r, const float* x, const float* b, int64_t hidden, float clip, float* out);
 // RNN: h = tanh(g).
 void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h);
 
