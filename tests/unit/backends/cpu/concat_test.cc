@@ -18,7 +18,8 @@ ir::Value* conv(GraphBuilder& b, ir::Value* x, int64_t in_ch, int64_t out_ch, in
 }
 
 // The cpu backend takes every `op` node of g, and g's output on random x matches the reference backend's.
-void expect_cpu_runs_it(ir::Graph& g, const std::string& op, const std::vector<int64_t>& x, const std::string& name) {
+void expect_cpu_runs_it(ir::Graph& g, const std::string& op, const std::vector<int64_t>& x, const std::string& name,
+                        float tol = 1e-4f) {
   auto backend = make_backend("cpu");
   for (const auto& n : g.nodes)
     if (n->op_type == op) {
@@ -29,7 +30,7 @@ void expect_cpu_runs_it(ir::Graph& g, const std::string& op, const std::vector<i
   auto want = run_graph(g, "reference", {xt});
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   ASSERT_TRUE(want.ok()) << want.status().to_string();
-  expect_close((*got)[0], (*want)[0], 1e-4f, name);
+  expect_close((*got)[0], (*want)[0], tol, name);
 }
 
 struct LayoutCase {
@@ -112,6 +113,7 @@ struct NormCase {
   int64_t ch_1x1, ch_3x3;               // 0: that convolution is not an input
   std::vector<std::string> post;        // post_ops
   std::vector<float> alpha, beta;
+  float tol = 1e-4f;  // the convolutions around the kernel sum K terms in their own order
 };
 
 void PrintTo(const NormCase& c, std::ostream* os) { *os << c.name; }
@@ -139,7 +141,7 @@ TEST_P(CpuFusedBatchNorm, MatchesReference) {
   ir::Value* y = b.node("FusedBatchNorm", ins, a, 1, "com.ferry");
   // Read by a 1x1 conv (the output may stay in a layout) where the rank allows, else a graph output.
   b.output(c.x.size() == 4 ? conv(b, y, ch, 8, 1, 7) : y);
-  expect_cpu_runs_it(b.finish(), "FusedBatchNorm", c.x, c.name);
+  expect_cpu_runs_it(b.finish(), "FusedBatchNorm", c.x, c.name, c.tol);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -152,8 +154,9 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{"rank2", {5, 40}, 0, 0, {"Relu"}, {0.f}, {0.f}},
                       // plain runs of 24 x 5184 floats: cut into pieces inside a channel, two threads
                       NormCase{"long_plain_runs", {1, 24, 72, 72}, 0, 0, {"Relu"}, {0.f}, {0.f}},
-                      // pieces of two pixels each over three inputs (a row of 7200 channels)
-                      NormCase{"wide_rows", {1, 4000, 3, 3}, 1600, 1600, {"LeakyRelu"}, {0.2f}, {0.f}},
+                      // pieces of two pixels each over three inputs (a row of 7200 channels); the 1x1
+                      // convolution reading them sums 7200 terms (9e-4 apart from the reference at AVX2)
+                      NormCase{"wide_rows", {1, 1200, 3, 3}, 3000, 3000, {"LeakyRelu"}, {0.2f}, {0.f}, 2e-3f},
                       NormCase{"rank3", {2, 24, 17}, 0, 0, {"Clip"}, {-0.2f}, {0.3f}}),
     [](const ::testing::TestParamInfo<NormCase>& i) { return i.param.name; });
 
