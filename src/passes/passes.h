@@ -26,6 +26,8 @@ PassFn pass_by_name(const std::string& name);
 Result<int> fold_batch_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> fold_pad(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_gelu(ir::Graph& g, const PassContext& ctx);
+// Reshape -> Transpose (0, 2, 1, ...) -> Reshape back (ShuffleNet) -> com.ferry ChannelShuffle.
+Result<int> recognize_channel_shuffle(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_layer_norm(ir::Graph& g, const PassContext& ctx);
 Result<int> recognize_attention(ir::Graph& g, const PassContext& ctx);
 Result<int> fuse_batch_norm_post_ops(ir::Graph& g, const PassContext& ctx);

@@ -40,6 +40,7 @@ const std::vector<PassEntry>& fusion_passes() {
       {"recognize_gelu", recognize_gelu},
       {"recognize_layer_norm", recognize_layer_norm},
       {"recognize_attention", recognize_attention},
+      {"recognize_channel_shuffle", recognize_channel_shuffle},
       {"fold_batch_norm", fold_batch_norm},
       {"fuse_batch_norm_post_ops", fuse_batch_norm_post_ops},
       {"fuse_conv_post_ops", fuse_conv_post_ops},

@@ -28,7 +28,8 @@ MixLists default_mix_lists() {
               "Tanh",    "HardSigmoid", "HardSwish", "Gelu", "Elu",   "Neg",       "Abs",    "Max",
               "Min",     "Concat",  "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice",
               "Split",   "Gather",  "Expand",  "Tile",    "Pad",     "Resize",    "Where",  "Identity",
-              "Dropout", "DepthToSpace", "SpaceToDepth", "Cast", "Mish", "Sign",  "Floor",  "Ceil"};
+              "Dropout", "DepthToSpace", "SpaceToDepth", "Cast", "Mish", "Sign",  "Floor",  "Ceil",
+              "ChannelShuffle"};
   return l;
 }
 
@@ -92,7 +93,8 @@ bool value_preserving(const std::string& op) {
       "Reshape", "Flatten", "Squeeze",   "Unsqueeze", "Transpose", "Identity", "Concat",      "Split",
       "Slice",   "Gather",  "GatherElements", "GatherND", "Expand", "Tile",  "MaxPool",     "GlobalMaxPool",
       "ReduceMax", "ReduceMin", "Relu", "Max",     "Min",       "Neg",      "Abs",         "DepthToSpace",
-      "SpaceToDepth", "Where", "Dropout", "Pad",   "Clip",      "Sign",     "Floor",       "Ceil"};
+      "SpaceToDepth", "Where", "Dropout", "Pad",   "Clip",      "Sign",     "Floor",       "Ceil",
+      "ChannelShuffle"};
   return ops.count(op) != 0;
 }
 

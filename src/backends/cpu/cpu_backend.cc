@@ -19,6 +19,7 @@ namespace ferry::backends::cpu {
   X(pool)                         \
   X(batch_norm)                   \
   X(concat)                       \
+  X(channel_shuffle)              \
   X(eltwise)                      \
   X(vec_unary)                    \
   X(binary)                       \

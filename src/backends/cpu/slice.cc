@@ -2,12 +2,18 @@
 // (offset at the starts, strides multiplied by the steps) to a dense output: torch's attention splits
 // its fused QKV projection this way. Negative steps, pre-10 attributes and non-constant-type
 // arguments run the reference kernel.
+//
+// A 4-D input in channels-last (a convolution's nhwc output) sliced along the channels only, with step
+// 1, stays channels-last: one run of channels per pixel. ShuffleNet's `chunk(2, dim=1)` after each
+// channel shuffle then hands the next convolution the layout it runs on. Other layouts are made plain.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/small_work.h"
 #include "backends/cpu/strided_copy.h"
 #include "ops/util/nn_common.h"
 
@@ -36,14 +42,16 @@ struct SlicePlan {
   md src, dst;
   std::vector<int64_t> out_dims;
   bool runs = false;  // contiguous runs: memcpy'd (oneDNN's reorder is slow on such views)
+  int64_t channel_first = -1;  // >= 0: a 4-D slice of channels [channel_first, + out_dims[1]), step 1, only
   StridedView view;
   dnnl::reorder prim;
 };
 
 class SliceKernel : public Kernel {
  public:
-  explicit SliceKernel(const ir::Node& node) : node_(node) {}
+  explicit SliceKernel(const ir::Node& node) : node_(node), keep_blocked_(may_produce_blocked(*node.outputs[0])) {}
   std::string name() const override { return "cpu:onednn:slice"; }
+  bool accepts_layouts() const override { return true; }
 
   Status init() {
     reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
@@ -53,7 +61,7 @@ class SliceKernel : public Kernel {
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0) return reference_->kernel(ctx);
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0) return reference_on_plain(ctx);
     std::vector<std::vector<int64_t>> args;  // starts, ends, axes, steps
     for (int i = 1; i <= 4; ++i) {
       if (!ctx.has_input(i)) {
@@ -62,7 +70,7 @@ class SliceKernel : public Kernel {
       }
       const Tensor& t = ctx.input(i);
       if ((t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32) || t.rank() != 1 || !t.is_plain())
-        return reference_->kernel(ctx);
+        return reference_on_plain(ctx);
       args.push_back(read_ints(t));
     }
     std::vector<int64_t> key = x->dims();
@@ -73,10 +81,16 @@ class SliceKernel : public Kernel {
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       auto p = make_plan(x->dims(), args);
-      if (!p) return reference_->kernel(ctx);  // bad arguments or a negative step: the reference
+      if (!p) return reference_on_plain(ctx);  // bad arguments or a negative step: the reference
       it = plans_.emplace(key, std::move(p)).first;
     }
     SlicePlan& p = *it->second;
+    Tensor plain_x;
+    if (!x->is_plain()) {
+      if (p.channel_first >= 0 && desc_of(*x) == channels_last(x->dims())) return slice_channels_last(ctx, *x, p);
+      FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
+      x = &plain_x;
+    }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p.out_dims));
     if (y->numel() == 0) return Status();
     if (p.runs) {
@@ -89,6 +103,35 @@ class SliceKernel : public Kernel {
   }
 
  private:
+  // The reference kernel, on a plain copy of the data when it arrived in a layout.
+  Status reference_on_plain(ops::KernelContext& ctx) {
+    if (!ctx.has_input(0) || ctx.input(0).is_plain()) return reference_->kernel(ctx);
+    FERRY_ASSIGN_OR_RETURN(Tensor plain, ctx.input(0).plain());
+    RtValue data(std::move(plain));
+    std::vector<const RtValue*> inputs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == 0 ? &data : ctx.input_value(i));
+    ops::KernelContext sub(node_, inputs, ctx.runner());
+    FERRY_RETURN_IF_ERROR(reference_->kernel(sub));
+    ctx.outputs() = std::move(sub.outputs());
+    return Status();
+  }
+
+  static md channels_last(const std::vector<int64_t>& d) {
+    return md(dnnl::memory::dims(d.begin(), d.end()), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
+  }
+
+  // x channels-last [N, C, H, W]: each pixel's channels [first, first + count) into a channels-last result.
+  Status slice_channels_last(ops::KernelContext& ctx, const Tensor& x, const SlicePlan& p) {
+    const int64_t c = x.dim(1), count = p.out_dims[1], first = p.channel_first;
+    const int64_t pixels = x.dim(0) * x.dim(2) * x.dim(3);
+    FERRY_ASSIGN_OR_RETURN(Tensor y, new_output(ctx, 0, DType::kFloat32, p.out_dims, channels_last(p.out_dims), keep_blocked_));
+    const float* src = x.data<float>() + first;
+    float* dst = y.data<float>();
+#pragma omp parallel for schedule(static) if (pixels * count >= kSmallElementwise)
+    for (int64_t px = 0; px < pixels; ++px) std::memcpy(dst + px * count, src + px * c, count * sizeof(float));
+    return set_output(ctx, 0, std::move(y), keep_blocked_);
+  }
+
   static std::unique_ptr<SlicePlan> make_plan(const std::vector<int64_t>& d, const std::vector<std::vector<int64_t>>& a) {
     const int r = static_cast<int>(d.size());
     const std::vector<int64_t>& starts = a[0];
@@ -127,6 +170,10 @@ class SliceKernel : public Kernel {
       empty = empty || count[i] == 0;
     }
     if (empty) return p;  // nothing to copy
+    bool channels_only = r == 4 && step[1] == 1;
+    for (int i = 0; i < r; ++i)
+      if (i != 1 && (first[i] != 0 || count[i] != d[i] || step[i] != 1)) channels_only = false;
+    if (channels_only) p->channel_first = first[1];
     p->view = StridedView{count, std::vector<int64_t>(os.begin(), os.end()), offset};
     p->runs = plan_strided_copy(p->view);
     if (p->runs) return p;
@@ -143,6 +190,7 @@ class SliceKernel : public Kernel {
 
   const ir::Node& node_;
   const ops::OpSchema* reference_ = nullptr;
+  bool keep_blocked_;  // every reader takes layouts: a channels-last slice stays channels-last
   std::map<std::vector<int64_t>, std::unique_ptr<SlicePlan>> plans_;  // by input dims and arguments
 };
 
@@ -154,6 +202,9 @@ Result<std::unique_ptr<Kernel>> create_slice(const ir::Node& node, const CpuOpti
 
 }  // namespace
 
-void register_slice(KernelTable& t) { t.push_back({"", "Slice", slice_supports, create_slice}); }
+void register_slice(KernelTable& t) {
+  t.push_back({"", "Slice", slice_supports, create_slice});
+  declare_layout_aware("", "Slice");
+}
 
 }  // namespace ferry::backends::cpu
