@@ -10,6 +10,9 @@
 // block, a tail block's own): whisper's encoder has 6 x 1500 x 1500 scores, 54 MB written, read by the
 // softmax, written and read again, where a 112-row block's 4 MB stays closer (its 4 attentions: 80 ->
 // 48 ms at batch 1 on 2 threads; 1 MB blocks of 16 rows were too small for the matmuls: 77 ms).
+// The batch dims (flattened) are blocked too: a block is 112 rows of a group of batch items (heads)
+// whose scores take about 4 MB, so batch 8 runs batch 1's blocks eight times over instead of blocks of
+// 16 rows across all 48 heads.
 #include <cmath>
 #include <memory>
 #include <unordered_map>
@@ -64,12 +67,15 @@ struct AttnPlan {
   std::vector<int64_t> mask_strides;  // mask's strides over score_dims (0 on broadcast dims)
   AttnStage block, tail;  // block: every row, or kBlockRows-row blocks; tail: the rows left (if any)
   int64_t D = 0, Dv = 0;
+  int64_t group = 1;      // batch items (of the flattened batch dims) per block; all of them with a mask
+  bool flat = false;      // no mask: Q, K, V, Y and the scores seen as 3-D [batch items, rows, cols]
   Tensor scores;          // one block's
 };
 
 // Scores beyond this many bytes go through in blocks of rows that keep about kBlockScoreBytes.
 constexpr int64_t kTileScoreBytes = int64_t{8} << 20;
 constexpr int64_t kBlockScoreBytes = int64_t{4} << 20;
+constexpr int64_t kBlockRows = 112;
 
 class AttentionKernel : public Kernel {
  public:
@@ -109,26 +115,31 @@ class AttentionKernel : public Kernel {
     AttnPlan* p = *planned;
     if (p->reference) return reference_->kernel(ctx);
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
-    const int64_t S = p->q[p->q.size() - 2];
-    for (int64_t row = 0; row < S; row += p->block.rows) {
-      const AttnStage& st = S - row >= p->block.rows ? p->block : p->tail;
-      // A block of rows is Q's and Y's descriptors over the bytes from its first row on.
-      const float* qb = q->data<float>() + row * p->D;
-      float* yb = y->data<float>() + row * p->Dv;
-      dnnl::memory s_mem = as_memory(p->scores, st.s_md);
-      std::unordered_map<int, dnnl::memory> qk_args{{DNNL_ARG_SRC, dnnl::memory(st.q_md, engine(), const_cast<float*>(qb))},
-                                                    {DNNL_ARG_WEIGHTS, as_memory(*k, p->kt_md)},
-                                                    {DNNL_ARG_DST, s_mem}};
-      if (mask && p->mask_in_matmul)
-        qk_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, as_memory(*mask, p->mask_md));
-      st.qk.execute(stream(), qk_args);
-      stream().wait();
-      if (mask && !p->mask_in_matmul) add_mask(*p, *mask);
-      st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, s_mem}});
-      st.pv.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, as_memory(*v, p->v_md)},
-                               {DNNL_ARG_DST, dnnl::memory(st.y_md, engine(), yb)}});
-      stream().wait();
-    }
+    const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
+    const int64_t items = p->flat ? y->numel() / (S * p->Dv) : p->group;
+    for (int64_t b0 = 0; b0 < items; b0 += p->group)
+      for (int64_t row = 0; row < S; row += p->block.rows) {
+        const AttnStage& st = S - row >= p->block.rows ? p->block : p->tail;
+        // A block is the descriptors over the bytes from its first item and row on.
+        const float* qb = q->data<float>() + (b0 * S + row) * p->D;
+        float* yb = y->data<float>() + (b0 * S + row) * p->Dv;
+        const float* kb = k->data<float>() + b0 * T * p->D;
+        const float* vb = v->data<float>() + b0 * T * p->Dv;
+        dnnl::memory s_mem = as_memory(p->scores, st.s_md);
+        std::unordered_map<int, dnnl::memory> qk_args{
+            {DNNL_ARG_SRC, dnnl::memory(st.q_md, engine(), const_cast<float*>(qb))},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(p->kt_md, engine(), const_cast<float*>(kb))},
+            {DNNL_ARG_DST, s_mem}};
+        if (mask && p->mask_in_matmul)
+          qk_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, as_memory(*mask, p->mask_md));
+        st.qk.execute(stream(), qk_args);
+        stream().wait();
+        if (mask && !p->mask_in_matmul) add_mask(*p, *mask);
+        st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, s_mem}});
+        st.pv.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->v_md, engine(), const_cast<float*>(vb))},
+                                 {DNNL_ARG_DST, dnnl::memory(st.y_md, engine(), yb)}});
+        stream().wait();
+      }
     return Status();
   }
 
@@ -202,14 +213,33 @@ class AttentionKernel : public Kernel {
     const float scale = node_.has_attr("scale") ? node_.attr_float("scale", 1.f) : 1.f / std::sqrt(float(D));
     plan->D = D;
     plan->Dv = Dv;
+    int64_t batch_n = 1;
+    for (int64_t d : batch) batch_n *= d;
+    // Without a mask: 3-D views [batch items, rows, cols] (the batch dims are dense in every tensor), so
+    // a block can cover a group of items. Rows per block: all of them with a mask (its rows would need
+    // offsets too) or while the scores are small; else kBlockRows of as many items as keep a block's
+    // scores near kBlockScoreBytes (a divisor of the items, so every block is the same).
+    plan->flat = !maskd;
+    int64_t rows = S, group = batch_n;
+    if (plan->flat && batch_n * S * T * static_cast<int64_t>(sizeof(float)) > kTileScoreBytes) {
+      const int64_t item_row_bytes = T * static_cast<int64_t>(sizeof(float));
+      rows = std::min(S, std::max<int64_t>(16, std::min(kBlockRows, kBlockScoreBytes / item_row_bytes / 16 * 16)));
+      group = 1;
+      for (int64_t gsz = 1; gsz <= batch_n; ++gsz)
+        if (batch_n % gsz == 0 && gsz * rows * item_row_bytes <= kBlockScoreBytes) group = gsz;
+    }
+    plan->group = group;
+    const std::vector<int64_t> k_view = plan->flat ? std::vector<int64_t>{group, T, D} : kd;
+    const std::vector<int64_t> v_view = plan->flat ? std::vector<int64_t>{group, T, Dv} : vd;
     // Kᵀ: [..., D, T] over K's [..., T, D] bytes.
     {
-      std::vector<int64_t> ktd = kd, kts = dense_strides(kd);
-      std::swap(ktd[r - 2], ktd[r - 1]);
-      std::swap(kts[r - 2], kts[r - 1]);
+      const size_t kr = k_view.size();
+      std::vector<int64_t> ktd = k_view, kts = dense_strides(k_view);
+      std::swap(ktd[kr - 2], ktd[kr - 1]);
+      std::swap(kts[kr - 2], kts[kr - 1]);
       plan->kt_md = md(to_dims(ktd), dt::f32, to_dims(kts));
     }
-    plan->v_md = dense(vd);
+    plan->v_md = dense(v_view);
     if (maskd) {
       std::vector<int64_t> mx(r - md_dims.size(), 1);
       mx.insert(mx.end(), md_dims.begin(), md_dims.end());
@@ -218,21 +248,16 @@ class AttentionKernel : public Kernel {
       for (size_t i = 0; i < r; ++i)
         if (mx[i] == 1) plan->mask_strides[i] = 0;
     }
-    // Rows per block: all of them with a mask (its rows would need offsets too) or short sequences.
-    int64_t batch_n = 1;
-    for (int64_t d : batch) batch_n *= d;
-    const int64_t row_bytes = batch_n * T * static_cast<int64_t>(sizeof(float));
-    int64_t rows = S;
-    if (!maskd && row_bytes * S > kTileScoreBytes) rows = std::min(S, std::max<int64_t>(16, kBlockScoreBytes / row_bytes / 16 * 16));
+    const std::vector<int64_t> q_view = plan->flat ? std::vector<int64_t>{batch_n, S, D} : qd;
     try {
-      plan->block = make_stage(*plan, qd, rows, scale, maskd != nullptr);
-      if (S % rows != 0) plan->tail = make_stage(*plan, qd, S % rows, scale, false);
+      plan->block = make_stage(*plan, q_view, rows, scale, maskd != nullptr);
+      if (S % rows != 0) plan->tail = make_stage(*plan, q_view, S % rows, scale, false);
     } catch (const dnnl::error&) {
       plan->reference = true;
       plans_.push_back(std::move(plan));
       return plans_.back().get();
     }
-    std::vector<int64_t> block_scores = batch;
+    std::vector<int64_t> block_scores = plan->flat ? std::vector<int64_t>{group} : batch;
     block_scores.push_back(rows);
     block_scores.push_back(T);
     FERRY_ASSIGN_OR_RETURN(plan->scores, make_tensor(DType::kFloat32, block_scores, plan->block.s_md));
@@ -240,18 +265,25 @@ class AttentionKernel : public Kernel {
     return plans_.back().get();
   }
 
-  // The primitives for `rows` query rows: Q and Y keep their full tensors' strides (a block is their
-  // bytes from its first row on), the scores are a dense [batch..., rows, T] block.
+  // The primitives for `rows` query rows (of plan.group items when flat): Q and Y keep their full
+  // tensors' strides (a block is their bytes from its first item and row on), the scores are a dense
+  // [batch..., rows, T] block. `qd` is Q's dims, or its flat view.
   static AttnStage make_stage(AttnPlan& plan, const std::vector<int64_t>& qd, int64_t rows, float scale,
                               bool mask) {
     const size_t r = qd.size();
     AttnStage st;
     st.rows = rows;
-    std::vector<int64_t> qb = qd, sb = plan.score_dims, yb = plan.out_dims;
+    std::vector<int64_t> y_full = plan.out_dims, s_full = plan.score_dims;
+    if (plan.flat) {
+      y_full = {qd[0], qd[1], plan.Dv};
+      s_full = {qd[0], qd[1], plan.k[plan.k.size() - 2]};
+    }
+    std::vector<int64_t> qb = qd, sb = s_full, yb = y_full;
     qb[r - 2] = sb[r - 2] = yb[r - 2] = rows;
+    if (plan.flat) qb[0] = sb[0] = yb[0] = plan.group;
     st.q_md = md(to_dims(qb), dt::f32, to_dims(dense_strides(qd)));
     st.s_md = dense(sb);
-    st.y_md = md(to_dims(yb), dt::f32, to_dims(dense_strides(plan.out_dims)));
+    st.y_md = md(to_dims(yb), dt::f32, to_dims(dense_strides(y_full)));
     auto make_qk = [&](bool with_mask) {
       dnnl::primitive_attr attr;
       if (scale != 1.f) attr.set_output_scales(0, {scale});

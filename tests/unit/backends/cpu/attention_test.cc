@@ -68,7 +68,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // Scores over 8 MB go through in blocks of rows: 80-row blocks and a 10-row tail,
                       // and a batch-3-d case of Dv != D.
                       AttnCase{"long_blocks_and_tail", {1, 4, 810, 16}, {1, 4, 800, 16}, {1, 4, 800, 16}},
-                      AttnCase{"long_3d", {3, 1000, 8}, {3, 1000, 8}, {3, 1000, 24}}),
+                      AttnCase{"long_3d", {3, 1000, 8}, {3, 1000, 8}, {3, 1000, 24}},
+                      // Blocks over groups of the flattened batch dims too: 12 heads in two groups of
+                      // 6 (112-row blocks, a 76-row tail), and 5 items one at a time.
+                      AttnCase{"long_grouped_heads", {6, 2, 300, 8}, {6, 2, 1500, 8}, {6, 2, 1500, 12}},
+                      AttnCase{"long_group_of_one", {5, 600, 8}, {5, 2500, 8}, {5, 2500, 8}}),
     [](const ::testing::TestParamInfo<AttnCase>& i) { return i.param.name; });
 
 TEST(CpuAttention, MismatchedBatchIsAnError) {
