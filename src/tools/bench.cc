@@ -374,13 +374,18 @@ struct BatchRun {
   double measured_s = 0; // ferry's measured time over the rounds so far
 };
 
-// The warmup loop; its first iteration (one-time costs included) is reported on its own.
+// The warmup loop, not timed: once after loading, and again before each measurement round that follows
+// the peers' (a peer's process warms up every round, and ferry's first iterations after one ran on caches
+// and threads the peer had taken: efficientnet_b0 batch 1 on AMD Zen 4, 13-18 ms against 7). The first
+// iteration of all (one-time costs included) is reported on its own; the rest add to the warmup figures.
 Status warm_up(const BenchContext& ctx, BatchRun& b) {
   std::vector<double> warm;
-  Status st = run_loop(*b.session, b.feeds, ctx.o.warmup, warm, b.result.warmup_s, nullptr);
+  double seconds = 0;
+  Status st = run_loop(*b.session, b.feeds, ctx.o.warmup, warm, seconds, nullptr);
   if (!st.ok()) return st.with_context(ctx.o.model);
-  b.result.warmup_iterations = static_cast<int64_t>(warm.size());
-  b.result.first_run_ms = warm.empty() ? 0 : warm.front();
+  if (b.result.warmup_iterations == 0) b.result.first_run_ms = warm.empty() ? 0 : warm.front();
+  b.result.warmup_iterations += static_cast<int64_t>(warm.size());
+  b.result.warmup_s += seconds;
   return Status();
 }
 
@@ -433,24 +438,11 @@ Status peer_round(const BenchContext& ctx, const BatchRun& b, const std::string&
   return Status();
 }
 
-// Ferry's warmup again before a round that follows the peers' (not timed, counted with the warmup): a
-// peer's process warms up every round, and ferry's first iterations after one ran on caches and threads
-// the peer had taken (efficientnet_b0 batch 1 on AMD Zen 4: 13-18 ms first iterations against 7 ms).
-Status rewarm(const BenchContext& ctx, BatchRun& b) {
-  std::vector<double> warm;
-  double seconds = 0;
-  Status st = run_loop(*b.session, b.feeds, ctx.o.warmup, warm, seconds, nullptr);
-  if (!st.ok()) return st.with_context(ctx.o.model);
-  b.result.warmup_iterations += static_cast<int64_t>(warm.size());
-  b.result.warmup_s += seconds;
-  return Status();
-}
-
 // The rounds alternate ferry and each peer, so a shared machine's drift falls on both sides of a ratio.
 Status measure_rounds(const BenchContext& ctx, BatchRun& b, int rounds, std::vector<PeerResult>& peer_results) {
   auto last_say = Clock::now();
   for (int round = 0; round < rounds; ++round) {
-    if (round > 0 && !ctx.o.peers.empty()) FERRY_RETURN_IF_ERROR(rewarm(ctx, b));
+    if (round > 0) FERRY_RETURN_IF_ERROR(warm_up(ctx, b));
     FERRY_RETURN_IF_ERROR(measure_ferry_round(ctx, b, rounds, round, last_say));
     for (size_t pi = 0; pi < ctx.o.peers.size(); ++pi)
       FERRY_RETURN_IF_ERROR(peer_round(ctx, b, ctx.o.peers[pi], rounds, round, peer_results[pi]));

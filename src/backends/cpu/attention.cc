@@ -67,7 +67,8 @@ struct AttnPlan {
   std::vector<int64_t> mask_strides;  // mask's strides over score_dims (0 on broadcast dims)
   AttnStage block, tail;  // block: every row, or kBlockRows-row blocks; tail: the rows left (if any)
   int64_t D = 0, Dv = 0;
-  int64_t group = 1;      // batch items (of the flattened batch dims) per block; all of them with a mask
+  int64_t items = 1;      // batch items: the product of the batch dims
+  int64_t group = 1;      // batch items per block: a divisor of `items`; all of them with a mask
   bool flat = false;      // no mask: Q, K, V, Y and the scores seen as 3-D [batch items, rows, cols]
   Tensor scores;          // one block's
 };
@@ -116,8 +117,7 @@ class AttentionKernel : public Kernel {
     if (p->reference) return reference_->kernel(ctx);
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
-    const int64_t items = p->flat ? y->numel() / (S * p->Dv) : p->group;
-    for (int64_t b0 = 0; b0 < items; b0 += p->group)
+    for (int64_t b0 = 0; b0 < p->items; b0 += p->group)
       for (int64_t row = 0; row < S; row += p->block.rows) {
         const AttnStage& st = S - row >= p->block.rows ? p->block : p->tail;
         // A block is the descriptors over the bytes from its first item and row on.
@@ -228,6 +228,7 @@ class AttentionKernel : public Kernel {
       for (int64_t gsz = 1; gsz <= batch_n; ++gsz)
         if (batch_n % gsz == 0 && gsz * rows * item_row_bytes <= kBlockScoreBytes) group = gsz;
     }
+    plan->items = batch_n;
     plan->group = group;
     const std::vector<int64_t> k_view = plan->flat ? std::vector<int64_t>{group, T, D} : kd;
     const std::vector<int64_t> v_view = plan->flat ? std::vector<int64_t>{group, T, Dv} : vd;

@@ -69,14 +69,10 @@ class ChannelShuffleKernel : public Kernel {
     int64_t inner = 1;
     for (size_t i = 2; i < d.size(); ++i) inner *= d[i];
     if (!x->is_plain() && d.size() == 4) {
-      const md cl(dnnl::memory::dims(d.begin(), d.end()), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
-      Tensor reordered;
-      if (!(desc_of(*x) == cl)) {
-        FERRY_ASSIGN_OR_RETURN(reordered, reorder_to(*x, cl));
-        x = &reordered;
-      }
+      const md cl = channels_last_desc(d);
+      FERRY_ASSIGN_OR_RETURN(Tensor nhwc, reorder_to(*x, cl));  // x itself when it is channels-last
       FERRY_ASSIGN_OR_RETURN(Tensor y, new_output(ctx, 0, DType::kFloat32, d, cl, keep_blocked_));
-      shuffle_pixels(x->data<float>(), y.data<float>(), d[0] * inner, d[1], groups_);
+      shuffle_pixels(nhwc.data<float>(), y.data<float>(), d[0] * inner, d[1], groups_);
       return set_output(ctx, 0, std::move(y), keep_blocked_);
     }
     Tensor plain_x;

@@ -193,7 +193,10 @@ struct ConcatPlan {
 void plan_pieces(ConcatPlan& p) {
   int64_t row = 0, outer = 0;  // the output elements of one outer index, the outer indexes
   for (const RunCopy& c : p.runs)
-    if (c.run > 0 && c.outer > 0) row += c.run, outer = std::max(outer, c.outer);
+    if (c.run > 0 && c.outer > 0) {
+      row += c.run;
+      outer = std::max(outer, c.outer);
+    }
   if (row == 0) return;
   const int64_t rows = std::max<int64_t>(1, kPiece / row);
   for (int64_t o0 = 0; o0 < outer; o0 += rows)

@@ -37,6 +37,11 @@ dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims) {
   return dnnl::memory::desc(d, dnnl_dtype(t), strides);
 }
 
+dnnl::memory::desc channels_last_desc(const std::vector<int64_t>& nchw) {
+  return dnnl::memory::desc(dnnl::memory::dims(nchw.begin(), nchw.end()), dnnl::memory::data_type::f32,
+                            dnnl::memory::format_tag::acdb);
+}
+
 dnnl::memory::desc desc_of(const Tensor& t) {
   if (const auto* l = dynamic_cast<const DnnlLayout*>(t.layout())) return l->desc();
   if (const auto* l = dynamic_cast<const PackedConstantLayout*>(t.layout())) return l->packed_desc();
@@ -193,6 +198,28 @@ Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::ve
   Tensor blocked = *out;
   blocked.set_layout(std::make_shared<DnnlLayout>(md));
   return blocked;
+}
+
+Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx) {
+  bool all_plain = true;
+  for (int i = 0; i < ctx.num_inputs(); ++i)
+    if (ctx.has_input(i) && ctx.input_value(i)->is_tensor() && !ctx.input(i).is_plain()) all_plain = false;
+  if (all_plain) return reference.kernel(ctx);
+  std::vector<RtValue> plain(ctx.num_inputs());
+  std::vector<const RtValue*> inputs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const RtValue* v = ctx.input_value(i);
+    if (ctx.has_input(i) && v->is_tensor() && !v->tensor.is_plain()) {
+      FERRY_ASSIGN_OR_RETURN(Tensor p, v->tensor.plain());
+      plain[i] = RtValue(std::move(p));
+      v = &plain[i];
+    }
+    inputs.push_back(v);
+  }
+  ops::KernelContext sub(node, inputs, ctx.runner());
+  FERRY_RETURN_IF_ERROR(reference.kernel(sub));
+  ctx.outputs() = std::move(sub.outputs());
+  return Status();
 }
 
 Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked) {

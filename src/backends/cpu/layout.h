@@ -55,6 +55,9 @@ dnnl::memory::data_type dnnl_dtype(DType t);
 
 // Dense row-major descriptor of `dims` (a rank-0 tensor is described as [1]).
 dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims);
+// oneDNN's channels-last (acdb) float32 descriptor of a 4-D tensor of logical dims `nchw`: its bytes are
+// the plain NHWC tensor.
+dnnl::memory::desc channels_last_desc(const std::vector<int64_t>& nchw);
 // The descriptor of a tensor's actual bytes: its DnnlLayout's, or plain_desc for plain tensors.
 dnnl::memory::desc desc_of(const Tensor& t);
 // Whether `md` is the dense row-major layout of its dims.
@@ -96,6 +99,9 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 // the memory it is reordered into).
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
                           const dnnl::memory::desc& md, bool keep_blocked = false);
+// A layout-aware kernel's fallback: the op's reference kernel on ctx, with every tensor input that arrived
+// in a oneDNN layout made plain first (the reference kernels read plain bytes).
+Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx);
 // Sets output i to `result`; a blocked result is reordered into the runtime's plain memory for the
 // output unless `keep_blocked` (every consumer is a layout-aware cpu kernel).
 Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked);

@@ -57,7 +57,6 @@ bool rnn_supports(const ir::Node& n, const CpuOptions&) {
   return true;
 }
 
-
 // C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `threads` 0: oneDNN's sgemm (every
 // thread; a GEMM worth the name). Otherwise a step's small product (M = batch) as vectorized matvecs, B's
 // rows split into `threads` fixed blocks: each thread reads the same block of the recurrent weights every
@@ -99,6 +98,8 @@ class RnnKernel : public Kernel {
     input_forget_ = node.attr_int("input_forget", 0) != 0;
     linear_before_reset_ = node.attr_int("linear_before_reset", 0) != 0;
     reference_ = ops::OpRegistry::global().find(node.domain, node.op_type, node.opset);
+    for (int i : {1, 2, 3, 7})  // W, R, B, P
+      if (i < node.num_inputs() && node.has_input(i) && !node.inputs[i]->is_constant()) weights_constant_ = false;
   }
   // The path the last run took: oneDNN's LSTM (rnn_onednn.h) or this file's GEMMs.
   std::string name() const override {
@@ -283,12 +284,9 @@ class RnnKernel : public Kernel {
                        std::vector<float>& yc) {
     LstmTensors t{r.x, r.w, r.r, r.b, r.p, r.h0, r.c0, y.data(), yh.data(), yc.data()};
     const std::vector<const float*> weights{r.w, r.r, r.b, r.p};
-    bool constant = true;
-    for (int i : {1, 2, 3, 7})
-      if (i < node_.num_inputs() && node_.has_input(i) && !node_.inputs[i]->is_constant()) constant = false;
-    if (!constant || weights != prepared_) {
+    if (!weights_constant_ || weights != prepared_) {
       l.prepare_weights(t);
-      prepared_ = constant ? weights : std::vector<const float*>{};
+      prepared_ = weights_constant_ ? weights : std::vector<const float*>{};
     }
     l.run(t);
   }
@@ -390,6 +388,7 @@ class RnnKernel : public Kernel {
   std::unique_ptr<OnednnLstm> lstm_;
   std::vector<const float*> prepared_;  // the constant W, R, B, P lstm_'s weights were copied from
   bool used_onednn_ = false;
+  bool weights_constant_ = true;  // W, R, B and P are initializers (or absent)
 };
 
 Result<std::unique_ptr<Kernel>> create_rnn(const ir::Node& node, const CpuOptions&) {

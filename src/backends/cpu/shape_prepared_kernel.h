@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/layout.h"
 #include "core/shape.h"
 #include "ops/op.h"
 
@@ -35,6 +36,10 @@ class ShapePreparedKernel : public Kernel {
     return ready_;
   }
   Status run_reference(ops::KernelContext& ctx) const { return reference_->kernel(ctx); }
+  // The same for a kernel that accepts layouts: blocked inputs made plain first (layout.h).
+  Status run_reference_on_plain(ops::KernelContext& ctx) const {
+    return cpu::run_reference_on_plain(*reference_, node_, ctx);
+  }
 
   const ir::Node& node_;
 

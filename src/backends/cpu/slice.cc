@@ -61,7 +61,7 @@ class SliceKernel : public Kernel {
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "data"));
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0) return reference_on_plain(ctx);
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0) return run_reference_on_plain(*reference_, node_, ctx);
     std::vector<std::vector<int64_t>> args;  // starts, ends, axes, steps
     for (int i = 1; i <= 4; ++i) {
       if (!ctx.has_input(i)) {
@@ -70,7 +70,7 @@ class SliceKernel : public Kernel {
       }
       const Tensor& t = ctx.input(i);
       if ((t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32) || t.rank() != 1 || !t.is_plain())
-        return reference_on_plain(ctx);
+        return run_reference_on_plain(*reference_, node_, ctx);
       args.push_back(read_ints(t));
     }
     std::vector<int64_t> key = x->dims();
@@ -81,13 +81,13 @@ class SliceKernel : public Kernel {
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       auto p = make_plan(x->dims(), args);
-      if (!p) return reference_on_plain(ctx);  // bad arguments or a negative step: the reference
+      if (!p) return run_reference_on_plain(*reference_, node_, ctx);  // bad arguments or a negative step: the reference
       it = plans_.emplace(key, std::move(p)).first;
     }
     SlicePlan& p = *it->second;
     Tensor plain_x;
     if (!x->is_plain()) {
-      if (p.channel_first >= 0 && desc_of(*x) == channels_last(x->dims())) return slice_channels_last(ctx, *x, p);
+      if (p.channel_first >= 0 && desc_of(*x) == channels_last_desc(x->dims())) return slice_channels_last(ctx, *x, p);
       FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
       x = &plain_x;
     }
@@ -103,28 +103,11 @@ class SliceKernel : public Kernel {
   }
 
  private:
-  // The reference kernel, on a plain copy of the data when it arrived in a layout.
-  Status reference_on_plain(ops::KernelContext& ctx) {
-    if (!ctx.has_input(0) || ctx.input(0).is_plain()) return reference_->kernel(ctx);
-    FERRY_ASSIGN_OR_RETURN(Tensor plain, ctx.input(0).plain());
-    RtValue data(std::move(plain));
-    std::vector<const RtValue*> inputs;
-    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == 0 ? &data : ctx.input_value(i));
-    ops::KernelContext sub(node_, inputs, ctx.runner());
-    FERRY_RETURN_IF_ERROR(reference_->kernel(sub));
-    ctx.outputs() = std::move(sub.outputs());
-    return Status();
-  }
-
-  static md channels_last(const std::vector<int64_t>& d) {
-    return md(dnnl::memory::dims(d.begin(), d.end()), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
-  }
-
   // x channels-last [N, C, H, W]: each pixel's channels [first, first + count) into a channels-last result.
   Status slice_channels_last(ops::KernelContext& ctx, const Tensor& x, const SlicePlan& p) {
     const int64_t c = x.dim(1), count = p.out_dims[1], first = p.channel_first;
     const int64_t pixels = x.dim(0) * x.dim(2) * x.dim(3);
-    FERRY_ASSIGN_OR_RETURN(Tensor y, new_output(ctx, 0, DType::kFloat32, p.out_dims, channels_last(p.out_dims), keep_blocked_));
+    FERRY_ASSIGN_OR_RETURN(Tensor y, new_output(ctx, 0, DType::kFloat32, p.out_dims, channels_last_desc(p.out_dims), keep_blocked_));
     const float* src = x.data<float>() + first;
     float* dst = y.data<float>();
 #pragma omp parallel for schedule(static) if (pixels * count >= kSmallElementwise)

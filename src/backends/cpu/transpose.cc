@@ -34,11 +34,6 @@ View view_kind(const ir::Node& node) {
   return View::kNone;
 }
 
-// oneDNN's channels-last descriptor of a 4-D fp32 tensor of logical dims `nchw`.
-md channels_last(const std::vector<int64_t>& nchw) {
-  return md(dnnl::memory::dims(nchw.begin(), nchw.end()), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
-}
-
 class TransposeKernel : public ShapePreparedKernel {
  public:
   explicit TransposeKernel(const ir::Node& node) : ShapePreparedKernel(node), view_kind_(view_kind(node)) {}
@@ -52,13 +47,8 @@ class TransposeKernel : public ShapePreparedKernel {
       const std::vector<int64_t>& d = x->dims();
       if (view_kind_ == View::kToChannelsLast && !x->is_plain()) {
         // Another oneDNN layout (a conv's nChw16c): one reorder into channels-last, then the view.
-        const md cl = channels_last(d);
-        Tensor reordered;
-        if (!(desc_of(*x) == cl)) {
-          FERRY_ASSIGN_OR_RETURN(reordered, reorder_to(*x, cl));
-          x = &reordered;
-        }
-        FERRY_ASSIGN_OR_RETURN(Tensor y, x->reshaped({d[0], d[2], d[3], d[1]}));
+        FERRY_ASSIGN_OR_RETURN(Tensor nhwc, reorder_to(*x, channels_last_desc(d)));  // x itself when channels-last
+        FERRY_ASSIGN_OR_RETURN(Tensor y, nhwc.reshaped({d[0], d[2], d[3], d[1]}));
         y.set_layout(nullptr);
         ctx.set_output(0, std::move(y));
         return Status();
@@ -66,19 +56,19 @@ class TransposeKernel : public ShapePreparedKernel {
       if (view_kind_ == View::kFromChannelsLast && x->is_plain()) {
         const std::vector<int64_t> nchw{d[0], d[3], d[1], d[2]};
         FERRY_ASSIGN_OR_RETURN(Tensor y, x->reshaped(nchw));
-        y.set_layout(std::make_shared<DnnlLayout>(channels_last(nchw)));
+        y.set_layout(std::make_shared<DnnlLayout>(channels_last_desc(nchw)));
         ctx.set_output(0, std::move(y));
         return Status();
       }
     }
+    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0 || !ready_for(x->dims()))
+      return run_reference_on_plain(ctx);  // a bad perm: the reference reports it
     // Any other layout is made plain first.
     Tensor plain_x;
     if (!x->is_plain()) {
       FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
       x = &plain_x;
     }
-    if (x->dtype() != DType::kFloat32 || x->rank() == 0 || x->numel() == 0 || !ready_for(x->dims()))
-      return reference_on(ctx, *x);  // a bad perm: the reference reports it
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
     if (runs_) {
       strided_copy(view_, x->data<float>(), y->data<float>());
@@ -121,16 +111,6 @@ class TransposeKernel : public ShapePreparedKernel {
       return false;
     }
     return true;
-  }
-
-  // The reference kernel on `x` (input 0 as it arrived, or its plain copy).
-  Status reference_on(ops::KernelContext& ctx, const Tensor& x) {
-    if (&x == &ctx.input(0)) return run_reference(ctx);
-    RtValue plain(x);
-    ops::KernelContext sub(node_, {&plain}, ctx.runner());
-    FERRY_RETURN_IF_ERROR(run_reference(sub));
-    ctx.outputs() = std::move(sub.outputs());
-    return Status();
   }
 
   View view_kind_;
