@@ -235,7 +235,7 @@ Status apply_precision(ir::Model& model, const PrecisionOptions& opts, Precision
       v = it->second;
     }
     if (!fp16 && (n->op_type == "Conv" || n->op_type == "FusedConv" || n->op_type == "MatMul" ||
-                  n->op_type == "Gemm" || n->op_type == "FusedMatMul")) {
+                  n->op_type == "Gemm" || n->op_type == "FusedMatMul" || n->op_type == "FusedAttention")) {
       n->attrs["ferry_precision"] = make_string("bfloat16");
       rep.native_bf16 = true;
     }

@@ -1,4 +1,4 @@
-// com.ferry FusedAttention on oneDNN (fp32): Y = softmax(scale * Q Kᵀ + Mask, -1) V.
+// com.ferry FusedAttention on oneDNN: Y = softmax(scale * Q Kᵀ + Mask, -1) V.
 //
 // Three primitives over the whole batch, prepared once per shape: a batched matmul for the scores
 // (K read transposed through strides, `scale` as the output scale, the mask as a binary add post-op
@@ -13,6 +13,13 @@
 // The batch dims (flattened) are blocked too: a block is 112 rows of a group of batch items (heads)
 // whose scores take about 4 MB, so batch 8 runs batch 1's blocks eight times over instead of blocks of
 // 16 rows across all 48 heads.
+//
+// A node the precision pass marked bf16 runs in bf16 where the CPU has it natively (wants_native_bf16):
+// Q, K and V are converted to bf16 copies once per run (exact: the pass rounded them to bf16 values),
+// the score matmul accumulates in fp32 and writes fp32 scores, the softmax writes its probabilities in
+// bf16 (the rounding the unfused graph's Softmax output gets) and the second matmul reads them with V
+// in bf16 and writes Y in fp32 (the RoundFloat after the node rounds it). On AMX that is vit_b_16's
+// attention at batch 8 in about a fifth of the fp32 time.
 #include <cmath>
 #include <memory>
 #include <unordered_map>
@@ -38,7 +45,14 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
-md dense(const std::vector<int64_t>& dims) { return md(to_dims(dims), dt::f32, to_dims(dense_strides(dims))); }
+std::vector<int64_t> dims_of(const md& m) {
+  const dnnl::memory::dims d = m.dims();
+  return std::vector<int64_t>(d.begin(), d.end());
+}
+
+md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
+  return md(to_dims(dims), type, to_dims(dense_strides(dims)));
+}
 
 bool attention_supports(const ir::Node& n, const CpuOptions& o) {
   if (!n.has_input(0) || !n.has_input(1) || !n.has_input(2) || !n.has_output(0)) return false;
@@ -53,9 +67,14 @@ bool attention_supports(const ir::Node& n, const CpuOptions& o) {
 // The three primitives for `rows` query rows (all of them, or a block of them).
 struct AttnStage {
   int64_t rows = 0;
-  md q_md, s_md, y_md;
+  md q_md, s_md, p_md, y_md;  // p_md: the probabilities, s_md's bytes (fp32) or a bf16 block of its own
+  // bf16: the block of Q (q_src_md, over Q's bytes) is converted into a dense block (q_md), and a block
+  // of fewer rows than Q has is written dense (y_md) and then copied into Y (y_out_md): oneDNN 2.6 runs
+  // strided bf16 operands on its non-AMX gemm, and that one at a tenth of the speed with a scale.
+  md q_src_md, y_out_md;
+  bool y_copy = false;
   dnnl::matmul qk, pv;
-  dnnl::softmax_forward softmax;
+  dnnl::primitive softmax;
 };
 
 struct AttnPlan {
@@ -70,7 +89,11 @@ struct AttnPlan {
   int64_t items = 1;      // batch items: the product of the batch dims
   int64_t group = 1;      // batch items per block: a divisor of `items`; all of them with a mask
   bool flat = false;      // no mask: Q, K, V, Y and the scores seen as 3-D [batch items, rows, cols]
+  dt in_type = dt::f32;   // what the matmuls read: Q, K, V and the probabilities (bf16: copies of them)
   Tensor scores;          // one block's
+  Tensor probs;           // bf16: one block's probabilities
+  Tensor q16, y32;        // bf16: one block's Q, converted, and (rows blocked) its Y before the copy
+  Tensor k16, v16;        // bf16: the whole K and V converted, each run
 };
 
 // Scores beyond this many bytes go through in blocks of rows that keep about kBlockScoreBytes.
@@ -80,7 +103,7 @@ constexpr int64_t kBlockRows = 112;
 
 class AttentionKernel : public Kernel {
  public:
-  explicit AttentionKernel(const ir::Node& node) : node_(node) {}
+  AttentionKernel(const ir::Node& node, const CpuOptions& o) : node_(node), bf16_(wants_native_bf16(node, o)) {}
 
   Status init() {
     reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
@@ -99,7 +122,8 @@ class AttentionKernel : public Kernel {
     return p.ok() ? Status() : p.status();
   }
 
-  std::string name() const override { return "cpu:onednn:attention"; }
+  // ":bf16" once a plan runs its matmuls in bf16.
+  std::string name() const override { return bf16_planned_ ? "cpu:onednn:attention:bf16" : "cpu:onednn:attention"; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* q, ops::nn::tensor_in(ctx, 0, "Q"));
@@ -114,31 +138,56 @@ class AttentionKernel : public Kernel {
       return planned.status();
     }
     AttnPlan* p = *planned;
-    if (p->reference) return reference_->kernel(ctx);
+    // Q, K and V may arrive unrounded (layout.h's readers_convert_to_bf16): where this node runs in fp32
+    // although bf16 was asked for, they are rounded here.
+    if (p->reference) return bf16_ ? run_reference_on_plain(*reference_, node_, ctx, {0, 1, 2}) : reference_->kernel(ctx);
+    Tensor rounded[3];
+    if (bf16_ && p->in_type == dt::f32) {
+      const Tensor** qkv[3] = {&q, &k, &v};
+      for (int i = 0; i < 3; ++i) {
+        rounded[i] = rounded_to_bf16(**qkv[i]);
+        *qkv[i] = &rounded[i];
+      }
+    }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    const bool bf16 = p->in_type == dt::bf16;
+    if (bf16) {
+      reorder(as_memory(*k, dense(p->k)), as_memory(p->k16, dense(p->k, dt::bf16)));
+      reorder(as_memory(*v, dense(p->v)), as_memory(p->v16, dense(p->v, dt::bf16)));
+    }
+    // K and V as the matmuls read them: the inputs, or their bf16 copies (2-byte elements).
+    auto* k_in = static_cast<char*>(bf16 ? p->k16.raw() : const_cast<void*>(k->raw()));
+    auto* v_in = static_cast<char*>(bf16 ? p->v16.raw() : const_cast<void*>(v->raw()));
+    const int64_t in_size = bf16 ? 2 : 4;
     const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
     for (int64_t b0 = 0; b0 < p->items; b0 += p->group)
       for (int64_t row = 0; row < S; row += p->block.rows) {
         const AttnStage& st = S - row >= p->block.rows ? p->block : p->tail;
         // A block is the descriptors over the bytes from its first item and row on.
-        const float* qb = q->data<float>() + (b0 * S + row) * p->D;
+        float* qb = const_cast<float*>(q->data<float>()) + (b0 * S + row) * p->D;
+        char* kb = k_in + b0 * T * p->D * in_size;
+        char* vb = v_in + b0 * T * p->Dv * in_size;
         float* yb = y->data<float>() + (b0 * S + row) * p->Dv;
-        const float* kb = k->data<float>() + b0 * T * p->D;
-        const float* vb = v->data<float>() + b0 * T * p->Dv;
+        dnnl::memory q_mem(st.q_md, engine(), qb);
+        if (bf16) {
+          q_mem = as_memory(p->q16, st.q_md);
+          reorder(dnnl::memory(st.q_src_md, engine(), qb), q_mem);
+        }
+        dnnl::memory y_mem = st.y_copy ? as_memory(p->y32, st.y_md) : dnnl::memory(st.y_md, engine(), yb);
         dnnl::memory s_mem = as_memory(p->scores, st.s_md);
+        dnnl::memory p_mem = bf16 ? as_memory(p->probs, st.p_md) : s_mem;
         std::unordered_map<int, dnnl::memory> qk_args{
-            {DNNL_ARG_SRC, dnnl::memory(st.q_md, engine(), const_cast<float*>(qb))},
-            {DNNL_ARG_WEIGHTS, dnnl::memory(p->kt_md, engine(), const_cast<float*>(kb))},
-            {DNNL_ARG_DST, s_mem}};
+            {DNNL_ARG_SRC, q_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->kt_md, engine(), kb)}, {DNNL_ARG_DST, s_mem}};
         if (mask && p->mask_in_matmul)
           qk_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, as_memory(*mask, p->mask_md));
         st.qk.execute(stream(), qk_args);
         stream().wait();
         if (mask && !p->mask_in_matmul) add_mask(*p, *mask);
-        st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, s_mem}});
-        st.pv.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->v_md, engine(), const_cast<float*>(vb))},
-                                 {DNNL_ARG_DST, dnnl::memory(st.y_md, engine(), yb)}});
+        st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, p_mem}});
+        st.pv.execute(stream(), {{DNNL_ARG_SRC, p_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->v_md, engine(), vb)},
+                                 {DNNL_ARG_DST, y_mem}});
         stream().wait();
+        if (st.y_copy) reorder(y_mem, dnnl::memory(st.y_out_md, engine(), yb));
       }
     return Status();
   }
@@ -221,7 +270,13 @@ class AttentionKernel : public Kernel {
     // scores near kBlockScoreBytes (a divisor of the items, so every block is the same).
     plan->flat = !maskd;
     int64_t rows = S, group = batch_n;
-    if (plan->flat && batch_n * S * T * static_cast<int64_t>(sizeof(float)) > kTileScoreBytes) {
+    const int64_t item_bytes = S * T * static_cast<int64_t>(sizeof(float));
+    if (plan->flat && bf16_ && batch_n * item_bytes > kTileScoreBytes && item_bytes <= kBlockScoreBytes) {
+      // bf16: whole items (all their rows), so that Q's and Y's blocks are dense (see AttnStage).
+      group = 1;
+      for (int64_t gsz = 1; gsz <= batch_n; ++gsz)
+        if (batch_n % gsz == 0 && gsz * item_bytes <= kBlockScoreBytes) group = gsz;
+    } else if (plan->flat && batch_n * item_bytes > kTileScoreBytes) {
       const int64_t item_row_bytes = T * static_cast<int64_t>(sizeof(float));
       rows = std::min(S, std::max<int64_t>(16, std::min(kBlockRows, kBlockScoreBytes / item_row_bytes / 16 * 16)));
       group = 1;
@@ -230,17 +285,6 @@ class AttentionKernel : public Kernel {
     }
     plan->items = batch_n;
     plan->group = group;
-    const std::vector<int64_t> k_view = plan->flat ? std::vector<int64_t>{group, T, D} : kd;
-    const std::vector<int64_t> v_view = plan->flat ? std::vector<int64_t>{group, T, Dv} : vd;
-    // Kᵀ: [..., D, T] over K's [..., T, D] bytes.
-    {
-      const size_t kr = k_view.size();
-      std::vector<int64_t> ktd = k_view, kts = dense_strides(k_view);
-      std::swap(ktd[kr - 2], ktd[kr - 1]);
-      std::swap(kts[kr - 2], kts[kr - 1]);
-      plan->kt_md = md(to_dims(ktd), dt::f32, to_dims(kts));
-    }
-    plan->v_md = dense(v_view);
     if (maskd) {
       std::vector<int64_t> mx(r - md_dims.size(), 1);
       mx.insert(mx.end(), md_dims.begin(), md_dims.end());
@@ -249,11 +293,18 @@ class AttentionKernel : public Kernel {
       for (size_t i = 0; i < r; ++i)
         if (mx[i] == 1) plan->mask_strides[i] = 0;
     }
-    const std::vector<int64_t> q_view = plan->flat ? std::vector<int64_t>{batch_n, S, D} : qd;
-    try {
-      plan->block = make_stage(*plan, q_view, rows, scale, maskd != nullptr);
-      if (S % rows != 0) plan->tail = make_stage(*plan, q_view, S % rows, scale, false);
-    } catch (const dnnl::error&) {
+    // bf16 first where the node asks for it; fp32 when oneDNN has no bf16 kernel for these shapes.
+    bool made = false;
+    for (dt type : {dt::bf16, dt::f32}) {
+      if (type == dt::bf16 && !bf16_) continue;
+      try {
+        make_stages(*plan, type, rows, scale, maskd != nullptr);
+        made = true;
+        break;
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!made) {
       plan->reference = true;
       plans_.push_back(std::move(plan));
       return plans_.back().get();
@@ -262,8 +313,39 @@ class AttentionKernel : public Kernel {
     block_scores.push_back(rows);
     block_scores.push_back(T);
     FERRY_ASSIGN_OR_RETURN(plan->scores, make_tensor(DType::kFloat32, block_scores, plan->block.s_md));
+    if (plan->in_type == dt::bf16) {
+      bf16_planned_ = true;
+      FERRY_ASSIGN_OR_RETURN(plan->probs, make_tensor(DType::kFloat32, block_scores, plan->block.p_md));
+      const md& qm = plan->block.q_md;
+      FERRY_ASSIGN_OR_RETURN(plan->q16, make_tensor(DType::kFloat32, dims_of(qm), qm));
+      if (plan->block.y_copy) {
+        FERRY_ASSIGN_OR_RETURN(plan->y32, make_tensor(DType::kFloat32, dims_of(plan->block.y_md), plan->block.y_md));
+      }
+      FERRY_ASSIGN_OR_RETURN(plan->k16, make_tensor(DType::kFloat32, kd, dense(kd, dt::bf16)));
+      FERRY_ASSIGN_OR_RETURN(plan->v16, make_tensor(DType::kFloat32, vd, dense(vd, dt::bf16)));
+    }
     plans_.push_back(std::move(plan));
     return plans_.back().get();
+  }
+
+  // K's and V's descriptors and the stages (a block of `rows` rows, and the tail's) with the matmuls
+  // reading `type`; throws dnnl::error when oneDNN has no such primitive.
+  static void make_stages(AttnPlan& plan, dt type, int64_t rows, float scale, bool mask) {
+    const std::vector<int64_t>& qd = plan.q;
+    const int64_t S = qd[qd.size() - 2], T = plan.k[plan.k.size() - 2];
+    const std::vector<int64_t> k_view = plan.flat ? std::vector<int64_t>{plan.group, T, plan.D} : plan.k;
+    const std::vector<int64_t> v_view = plan.flat ? std::vector<int64_t>{plan.group, T, plan.Dv} : plan.v;
+    // Kᵀ: [..., D, T] over K's [..., T, D] bytes.
+    const size_t kr = k_view.size();
+    std::vector<int64_t> ktd = k_view, kts = dense_strides(k_view);
+    std::swap(ktd[kr - 2], ktd[kr - 1]);
+    std::swap(kts[kr - 2], kts[kr - 1]);
+    plan.kt_md = md(to_dims(ktd), type, to_dims(kts));
+    plan.v_md = dense(v_view, type);
+    plan.in_type = type;
+    const std::vector<int64_t> q_view = plan.flat ? std::vector<int64_t>{plan.items, S, plan.D} : qd;
+    plan.block = make_stage(plan, q_view, rows, scale, mask);
+    if (S % rows != 0) plan.tail = make_stage(plan, q_view, S % rows, scale, false);
   }
 
   // The primitives for `rows` query rows (of plan.group items when flat): Q and Y keep their full
@@ -282,9 +364,13 @@ class AttentionKernel : public Kernel {
     std::vector<int64_t> qb = qd, sb = s_full, yb = y_full;
     qb[r - 2] = sb[r - 2] = yb[r - 2] = rows;
     if (plan.flat) qb[0] = sb[0] = yb[0] = plan.group;
-    st.q_md = md(to_dims(qb), dt::f32, to_dims(dense_strides(qd)));
+    st.q_src_md = md(to_dims(qb), dt::f32, to_dims(dense_strides(qd)));
+    st.q_md = plan.in_type == dt::bf16 ? dense(qb, dt::bf16) : st.q_src_md;
     st.s_md = dense(sb);
-    st.y_md = md(to_dims(yb), dt::f32, to_dims(dense_strides(y_full)));
+    st.p_md = dense(sb, plan.in_type);
+    st.y_out_md = md(to_dims(yb), dt::f32, to_dims(dense_strides(y_full)));
+    st.y_copy = plan.in_type == dt::bf16 && rows != y_full[r - 2];  // whole items are dense in Y
+    st.y_md = st.y_copy ? dense(yb) : st.y_out_md;
     auto make_qk = [&](bool with_mask) {
       dnnl::primitive_attr attr;
       if (scale != 1.f) attr.set_output_scales(0, {scale});
@@ -306,20 +392,23 @@ class AttentionKernel : public Kernel {
       }
     }
     if (!made) make_qk(false);
-    dnnl::softmax_forward::desc sd(dnnl::prop_kind::forward_inference, st.s_md, static_cast<int>(r) - 1);
-    st.softmax = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(sd, engine()));
-    st.pv = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(st.s_md, plan.v_md, st.y_md), engine()));
+    dnnl::softmax_v2_forward::desc sd(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, st.s_md,
+                                      st.p_md, static_cast<int>(r) - 1);
+    st.softmax = dnnl::softmax_v2_forward(dnnl::softmax_v2_forward::primitive_desc(sd, engine()));
+    st.pv = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(st.p_md, plan.v_md, st.y_md), engine()));
     return st;
   }
 
 
   const ir::Node& node_;
+  bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
+  bool bf16_planned_ = false;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<std::unique_ptr<AttnPlan>> plans_;
 };
 
 Result<std::unique_ptr<Kernel>> create_attention(const ir::Node& node, const CpuOptions& o) {
-  auto k = std::make_unique<AttentionKernel>(node);
+  auto k = std::make_unique<AttentionKernel>(node, o);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));
 }

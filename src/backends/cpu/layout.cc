@@ -1,5 +1,7 @@
 #include "backends/cpu/layout.h"
 
+#include "ops/util/round_float.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_backend.h"
+#include "ops/util/round_float.h"
 #include "passes/pass_util.h"
 
 namespace ferry::backends::cpu {
@@ -200,17 +203,26 @@ Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::ve
   return blocked;
 }
 
-Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx) {
-  bool all_plain = true;
+Tensor rounded_to_bf16(const Tensor& t) {
+  Tensor r(DType::kFloat32, t.dims());
+  ops::round_float_array(DType::kBFloat16, t.data<float>(), r.data<float>(), t.numel());
+  return r;
+}
+
+Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx,
+                              const std::vector<int>& round_bf16) {
+  auto rounds = [&](int i) { return std::find(round_bf16.begin(), round_bf16.end(), i) != round_bf16.end(); };
+  bool as_is = true;
   for (int i = 0; i < ctx.num_inputs(); ++i)
-    if (ctx.has_input(i) && ctx.input_value(i)->is_tensor() && !ctx.input(i).is_plain()) all_plain = false;
-  if (all_plain) return reference.kernel(ctx);
+    if (ctx.has_input(i) && ctx.input_value(i)->is_tensor() && (!ctx.input(i).is_plain() || rounds(i))) as_is = false;
+  if (as_is) return reference.kernel(ctx);
   std::vector<RtValue> plain(ctx.num_inputs());
   std::vector<const RtValue*> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     const RtValue* v = ctx.input_value(i);
-    if (ctx.has_input(i) && v->is_tensor() && !v->tensor.is_plain()) {
+    if (ctx.has_input(i) && v->is_tensor() && (!v->tensor.is_plain() || rounds(i))) {
       FERRY_ASSIGN_OR_RETURN(Tensor p, v->tensor.plain());
+      if (rounds(i) && p.dtype() == DType::kFloat32) p = rounded_to_bf16(p);
       plain[i] = RtValue(std::move(p));
       v = &plain[i];
     }
@@ -293,10 +305,18 @@ void declare_layout_aware(const std::string& domain, const std::string& op_type)
   layout_aware().ops.insert({domain, op_type});
 }
 
-bool consumer_takes_layouts(const ir::Node& consumer) {
-  // Default options: whether an op type is layout-aware does not depend on them.
+namespace {
+
+// Whether the cpu backend runs `n` (default options: what it supports does not depend on them).
+bool cpu_runs(const ir::Node& n) {
   static const std::unique_ptr<Backend> backend = make_cpu_backend(BackendOptions{});
-  if (!backend->supports(consumer)) return false;  // also fills the table, which declares the ops
+  return backend->supports(n);
+}
+
+}  // namespace
+
+bool consumer_takes_layouts(const ir::Node& consumer) {
+  if (!cpu_runs(consumer)) return false;  // also fills the table, which declares the ops
   std::lock_guard<std::mutex> lock(layout_aware().mu);
   return layout_aware().ops.count({consumer.domain, consumer.op_type}) != 0;
 }
@@ -371,6 +391,42 @@ bool readers_take_bf16_storage(const ir::Value& v) {
     const bool conv_reads = is_conv(*r.node) && (r.input == 0 || r.input == 3);
     const bool pool_reads = is_pool(*r.node) && r.input == 0;
     if (!(conv_reads || pool_reads) || !consumer_takes_layouts(*r.node)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool is_matmul_family(const ir::Node& n) {
+  return (n.domain.empty() && (n.op_type == "MatMul" || n.op_type == "Gemm")) ||
+         (n.domain == "com.ferry" && n.op_type == "FusedMatMul");
+}
+
+// Ops whose outputs hold (some of) input 0's values unchanged, in another shape or order.
+bool only_moves_values(const ir::Node& n) {
+  static const std::set<std::string> kOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                             "Transpose", "Slice", "Split"};
+  return n.domain.empty() && kOps.count(n.op_type) != 0;
+}
+
+}  // namespace
+
+bool readers_convert_to_bf16(const ir::Value& v, const CpuOptions& o) {
+  const auto readers = local_readers(v);
+  if (!readers || readers->empty()) return false;
+  for (const Reader& r : *readers) {
+    const ir::Node& n = *r.node;
+    if (only_moves_values(n) && r.input == 0) {
+      for (const ir::Value* y : n.outputs)
+        if (y && !readers_convert_to_bf16(*y, o)) return false;
+      continue;
+    }
+    const bool operand = (is_matmul_family(n) && (r.input == 0 || r.input == 1)) ||
+                         (n.domain == "com.ferry" && n.op_type == "FusedAttention" && r.input <= 2);
+    // The reader reads it once only: a value that is also its bias or mask would go unrounded there.
+    int reads = 0;
+    for (const ir::Value* in : n.inputs) reads += in == &v;
+    if (!operand || reads != 1 || !wants_native_bf16(n, o) || !cpu_runs(n)) return false;
   }
   return true;
 }

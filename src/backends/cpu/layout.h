@@ -12,6 +12,7 @@
 
 #include <dnnl.hpp>
 
+#include "backends/backend_options.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "ops/op.h"
@@ -101,7 +102,12 @@ Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::ve
                           const dnnl::memory::desc& md, bool keep_blocked = false);
 // A layout-aware kernel's fallback: the op's reference kernel on ctx, with every tensor input that arrived
 // in a oneDNN layout made plain first (the reference kernels read plain bytes).
-Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx);
+// `round_bf16`: inputs (float32) that are rounded to bf16 values in those copies, for a native-bf16 kernel
+// whose readers_convert_to_bf16 input may arrive unrounded.
+Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx,
+                              const std::vector<int>& round_bf16 = {});
+// A copy of `t` (plain float32) with every value rounded to bf16 (RoundFloat's rounding).
+Tensor rounded_to_bf16(const Tensor& t);
 // Sets output i to `result`; a blocked result is reordered into the runtime's plain memory for the
 // output unless `keep_blocked` (every consumer is a layout-aware cpu kernel).
 Status set_output(ops::KernelContext& ctx, int i, Tensor result, bool keep_blocked);
@@ -139,6 +145,12 @@ bool only_rounded_to_bf16(const ir::Value& v);
 // Whether every reader of v is a cpu Conv/FusedConv reading it as X or as the residual Z, or a cpu
 // pooling reading it as X.
 bool readers_take_bf16_storage(const ir::Value& v);
+// Whether every reader of v converts it to bf16 itself (round to nearest even, as RoundFloat does), so
+// that a RoundFloat(to=16) writing v may hand its input on unrounded: a native-bf16 (wants_native_bf16)
+// cpu MatMul, Gemm or FusedMatMul reading it as A or B, or FusedAttention as Q, K or V, directly or
+// through ops that only move values (Reshape, Transpose, Slice, Split, ...) whose outputs are read so.
+// Those kernels round such inputs themselves where they fall back to fp32 or to the reference kernel.
+bool readers_convert_to_bf16(const ir::Value& v, const CpuOptions& o);
 
 // Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).
 void declare_layout_aware(const std::string& domain, const std::string& op_type);

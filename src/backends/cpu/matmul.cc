@@ -231,7 +231,8 @@ class MatMulKernel : public Kernel {
     MatMulPlan* p = *planned;
     if (p->reference) {
       if (b_adopted) return Status::internal(op + ": shapes changed after B was prepacked: " + a->describe());
-      return reference_->kernel(ctx);
+      // A and B may arrive unrounded (layout.h's readers_convert_to_bf16): rounded here instead.
+      return bf16_ ? run_reference_on_plain(*reference_, node_, ctx, {0, 1}) : reference_->kernel(ctx);
     }
 
     // Bias: the constant (beta already folded in), or this run's value scaled by beta.
@@ -261,6 +262,12 @@ class MatMulKernel : public Kernel {
     Tensor a_in = *a, b_in = *b;
     if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
     if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, reorder_view(*b, p->wei_md, p->wei_in)); }
+    if (bf16_ && p->src_in == p->src_md) {
+      // bf16 asked for, no bf16 primitive: fp32 on bf16-rounded values, which A and a non-constant B may
+      // not be yet (readers_convert_to_bf16). A constant B was rounded by the precision pass.
+      a_in = rounded_to_bf16(*a);
+      if (!b_const) b_in = rounded_to_bf16(*b);
+    }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     auto& args = p->args;
     args[DNNL_ARG_SRC] = p->src_m.bind(p->src_in, a_in);

@@ -44,22 +44,29 @@ constexpr int64_t kChunk = 1 << 15;
 
 class VecUnaryKernel : public Kernel {
  public:
-  VecUnaryKernel(const ir::Node& node, VecUnary op, bool layouts, bool blocked_out)
+  VecUnaryKernel(const ir::Node& node, VecUnary op, bool layouts, bool blocked_out, bool pass_on = false)
       : node_(node),
         op_(op),
         layouts_(layouts),
         blocked_out_(blocked_out),
-        bf16_readers_(op == VecUnary::kRoundBf16 && blocked_out && readers_take_bf16_storage(*node.outputs[0])) {}
+        bf16_readers_(op == VecUnary::kRoundBf16 && blocked_out && readers_take_bf16_storage(*node.outputs[0])),
+        pass_on_(pass_on) {}
   std::string name() const override { return "cpu:vec:" + vec_math_target(); }
   // RoundFloat maps 0 to 0, so it may run on a blocked tensor's padded storage as it is: a rounded
   // conv -> conv chain keeps oneDNN's layout.
   bool accepts_layouts() const override { return layouts_; }
   // Each element is read before the same element is written: the output may take the input's memory.
-  int inplace_input(int output) const override { return output == 0 ? 0 : -1; }
+  int inplace_input(int output) const override { return output == 0 && !pass_on_ ? 0 : -1; }
+  // A RoundFloat whose readers round by themselves hands its input on as it is.
+  bool may_view_input(int output) const override { return output == 0 && pass_on_; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* x, ops::nn::tensor_in(ctx, 0, "X"));
     if (x->dtype() != DType::kFloat32) return Status::invalid(node_.op_type + ": the cpu kernel takes float32");
+    if (pass_on_) {
+      ctx.set_output(0, *x);
+      return Status();
+    }
     if (stores_bf16(*x)) {
       // A native-bf16 conv's bf16 result: already rounded. Passed on as it is to convs, which read bf16;
       // for any other reader converted (exactly) to float32, blocked or plain as they take it.
@@ -98,11 +105,16 @@ class VecUnaryKernel : public Kernel {
   VecUnary op_;
   bool layouts_, blocked_out_;
   bool bf16_readers_;  // a bf16-stored input may go on as it is
+  // RoundFloat(to=16) whose readers all convert to bf16 themselves (readers_convert_to_bf16): rounding
+  // here would be a pass over the tensor that changes nothing they compute.
+  bool pass_on_;
 };
 
 Result<std::unique_ptr<Kernel>> create_vec_unary(const ir::Node& node, const CpuOptions& o) {
-  if (auto r = round_kind(node))
-    return std::unique_ptr<Kernel>(new VecUnaryKernel(node, *r, true, may_produce_blocked(*node.outputs[0])));
+  if (auto r = round_kind(node)) {
+    const bool pass_on = *r == VecUnary::kRoundBf16 && readers_convert_to_bf16(*node.outputs[0], o);
+    return std::unique_ptr<Kernel>(new VecUnaryKernel(node, *r, true, may_produce_blocked(*node.outputs[0]), pass_on));
+  }
   auto it = vec_ops().find(node.op_type);
   if (it == vec_ops().end()) return Status::unsupported("the cpu backend has no vectorized kernel for " + node.label());
   return std::unique_ptr<Kernel>(new VecUnaryKernel(node, it->second, false, false));

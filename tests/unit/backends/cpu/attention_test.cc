@@ -4,6 +4,9 @@
 #include "unit/backends/cpu/conv_test_util.h"
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_choices.h"
+#include "ops/util/round_float.h"
+#include "passes/pass_util.h"
 
 namespace ferry::backends::cpu::testing {
 namespace {
@@ -53,6 +56,43 @@ TEST_P(CpuAttentionCases, MatchesReference) {
   compare(g.finish(), inputs, "cpu:onednn:attention", c.name);
 }
 
+// The node marked for bf16 as the precision pass marks it, on a CPU with native bf16: Q, K and V are
+// rounded to bf16 first (as the pass's RoundFloat nodes do), so the kernel's conversion is exact and the
+// reference sees the same values. Its probabilities are stored in bf16 (the reference keeps them fp32):
+// each off by up to 2^-9 of itself, Y by up to 2^-9 of max |V| (1 here), so 2^-8 is the bound. Covers
+// the grouped whole-item blocks (dense Q and Y blocks) and the row blocks with a tail (Q converted per
+// block, Y written dense and copied out).
+TEST_P(CpuAttentionCases, Bf16MatchesReferenceOnRoundedInputs) {
+  const AttnCase& c = GetParam();
+  backends::BackendOptions options;
+  options.cpu.bf16 = Choice::kOn;
+  if (!choose_bf16(options.cpu).native) GTEST_SKIP() << "no native bf16 here: " << choose_bf16(options.cpu).why;
+  GraphBuilder g;
+  std::vector<ir::Value*> ins{g.input("q", c.q), g.input("k", c.k), g.input("v", c.v)};
+  std::vector<Tensor> inputs{random_tensor(c.q, 1), random_tensor(c.k, 2), random_tensor(c.v, 3)};
+  for (Tensor& t : inputs) ops::round_float_array(DType::kBFloat16, t.data<float>(), t.data<float>(), t.numel());
+  if (!c.mask.empty()) {
+    ins.push_back(g.input("mask", c.mask));
+    inputs.push_back(random_tensor(c.mask, 4));
+  }
+  Attrs a;
+  if (c.scale != 0) a["scale"] = float_attr(c.scale);
+  a["ferry_precision"] = passes::make_string("bfloat16");
+  g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
+  ir::Graph& graph = g.finish();
+  auto backend = make_backend("cpu", options);
+  ASSERT_TRUE(backend.ok());
+  auto k = (*backend)->create_kernel(*graph.nodes[0]);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  auto cpu = run_graph(graph, "cpu", inputs, nullptr, options);
+  auto ref = run_graph(graph, "reference", inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  expect_close((*cpu)[0], (*ref)[0], 1.f / 256, c.name);
+  // Prepared at creation for these static shapes: the plan is bf16.
+  EXPECT_EQ((*k)->name(), "cpu:onednn:attention:bf16");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     FusedAttention, CpuAttentionCases,
     ::testing::Values(AttnCase{"b3d", {6, 7, 16}, {6, 7, 16}, {6, 7, 16}},
@@ -72,7 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Blocks over groups of the flattened batch dims too: 12 heads in two groups of
                       // 6 (112-row blocks, a 76-row tail), and 5 items one at a time.
                       AttnCase{"long_grouped_heads", {6, 2, 300, 8}, {6, 2, 1500, 8}, {6, 2, 1500, 12}},
-                      AttnCase{"long_group_of_one", {5, 600, 8}, {5, 2500, 8}, {5, 2500, 8}}),
+                      AttnCase{"long_group_of_one", {5, 600, 8}, {5, 2500, 8}, {5, 2500, 8}},
+                      // vit_b_16's sequence at batch 6 (D 16): 72 items of 197 x 197 scores, 11 MB: blocks of whole items.
+                      AttnCase{"vit_heads", {6, 12, 197, 16}, {6, 12, 197, 16}, {6, 12, 197, 16}}),
     [](const ::testing::TestParamInfo<AttnCase>& i) { return i.param.name; });
 
 TEST(CpuAttention, MismatchedBatchIsAnError) {
