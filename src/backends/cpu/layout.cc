@@ -431,6 +431,20 @@ bool readers_convert_to_bf16(const ir::Value& v, const CpuOptions& o) {
   return true;
 }
 
+bool rounded_for_bf16_matmuls(const ir::Value& v, const CpuOptions& o) {
+  if (!only_rounded_to_bf16(v)) return false;
+  const ir::Value* rounded = local_readers(v)->front().node->outputs[0];
+  const auto readers = rounded ? local_readers(*rounded) : std::nullopt;
+  if (!readers || readers->empty()) return false;
+  for (const Reader& r : *readers) {
+    const ir::Node& n = *r.node;
+    int reads = 0;
+    for (const ir::Value* in : n.inputs) reads += in == rounded;
+    if (!is_matmul_family(n) || r.input != 0 || reads != 1 || !wants_native_bf16(n, o) || !cpu_runs(n)) return false;
+  }
+  return true;
+}
+
 bool may_produce_blocked(const ir::Value& v) {
   const auto readers = local_readers(v);
   if (!readers || readers->empty()) return false;

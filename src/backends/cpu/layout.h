@@ -151,6 +151,10 @@ bool readers_take_bf16_storage(const ir::Value& v);
 // through ops that only move values (Reshape, Transpose, Slice, Split, ...) whose outputs are read so.
 // Those kernels round such inputs themselves where they fall back to fp32 or to the reference kernel.
 bool readers_convert_to_bf16(const ir::Value& v, const CpuOptions& o);
+// Whether v's only reader is a RoundFloat to bf16 whose readers are all native-bf16 cpu MatMul, Gemm or
+// FusedMatMul nodes reading it as A (once): a matmul producing v may write it in bf16 storage, which the
+// RoundFloat hands on (readers_convert_to_bf16) and those matmuls read as it is.
+bool rounded_for_bf16_matmuls(const ir::Value& v, const CpuOptions& o);
 
 // Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).
 void declare_layout_aware(const std::string& domain, const std::string& op_type);

@@ -102,6 +102,7 @@ struct MatMulPlan {
   bool reference = false;          // oneDNN cannot run this: the reference kernel does
   md src_md, wei_md, dst_md, bias_md, z_md;  // fp32 views of the operands' bytes
   md src_in, wei_in;  // what the primitive reads: src_md / wei_md, or their dense bf16 copies
+  md dst_out;         // what it writes: dst_md, or (bf16_out) dst_md's bf16 twin
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   Tensor packed_b;   // constant B in pd.weights_desc() (undefined when B is not constant)
@@ -136,7 +137,10 @@ constexpr int64_t kVecMinK = 64, kVecMinN = 64, kVecMinRows = 16;
 class MatMulKernel : public Kernel {
  public:
   MatMulKernel(const ir::Node& node, const CpuOptions& o)
-      : node_(node), gemm_(choose_gemm(o).used), bf16_(wants_native_bf16(node, o)) {}
+      : node_(node),
+        gemm_(choose_gemm(o).used),
+        bf16_(wants_native_bf16(node, o)),
+        bf16_out_(bf16_ && rounded_for_bf16_matmuls(*node.outputs[0], o)) {}
 
   Status init() {
     const std::string& op = node_.op_type;
@@ -210,12 +214,15 @@ class MatMulKernel : public Kernel {
     const std::string& op = node_.op_type;
     FERRY_ASSIGN_OR_RETURN(const Tensor* a, ops::nn::tensor_in(ctx, 0, "A"));
     FERRY_ASSIGN_OR_RETURN(const Tensor* b, ops::nn::tensor_in(ctx, 1, "B"));
+    const Tensor* const ctx_a = a;
     const Tensor* bias = nullptr;
     if (bias_input_ >= 0) { FERRY_ASSIGN_OR_RETURN(bias, ops::nn::optional_tensor_in(ctx, bias_input_, "Bias")); }
     const bool b_adopted = !b->is_plain() && const_b_.defined() && b->raw() == const_b_.raw();
     Tensor plain_a, plain_b, plain_bias;
+    // A in bf16 storage (another matmul's bf16 result) stays so until the plan says whether it reads it.
+    const bool a_bf16 = bf16_ && stores_bf16(*a) && desc_of(*a) == plain_desc(DType::kBFloat16, a->dims());
     for (auto [t, keep] : {std::pair{&a, &plain_a}, std::pair{&b, &plain_b}, std::pair{&bias, &plain_bias}})
-      if (*t && !(*t)->is_plain() && !(*t == b && b_adopted)) {
+      if (*t && !(*t)->is_plain() && !(*t == b && b_adopted) && !(*t == a && a_bf16)) {
         FERRY_ASSIGN_OR_RETURN(*keep, (*t)->plain());
         *t = keep;
       }
@@ -229,6 +236,12 @@ class MatMulKernel : public Kernel {
       return planned.status();
     }
     MatMulPlan* p = *planned;
+    // A bf16-stored A is read as it is by a bf16 plan whose A is dense row-major; any other gets float32.
+    if (a_bf16 && !(p->src_in != p->src_md && is_plain_desc(p->src_md) && !p->mkl_b && !p->vec_b)) {
+      FERRY_ASSIGN_OR_RETURN(plain_a, a->plain());
+      a = &plain_a;
+    }
+    const bool a_as_is = a_bf16 && a == ctx_a;
     if (p->reference) {
       if (b_adopted) return Status::internal(op + ": shapes changed after B was prepacked: " + a->describe());
       // A and B may arrive unrounded (layout.h's readers_convert_to_bf16): rounded here instead.
@@ -260,7 +273,7 @@ class MatMulKernel : public Kernel {
     if (p->mkl_b || p->vec_b) return run_packed(ctx, *p, *a, bias_t, z);
     // bf16 plans: the operands converted into the dense bf16 copies the primitive reads.
     Tensor a_in = *a, b_in = *b;
-    if (p->src_in != p->src_md) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
+    if (p->src_in != p->src_md && !a_as_is) { FERRY_ASSIGN_OR_RETURN(a_in, reorder_view(*a, p->src_md, p->src_in)); }
     if (!b_const && p->wei_in != p->wei_md) { FERRY_ASSIGN_OR_RETURN(b_in, reorder_view(*b, p->wei_md, p->wei_in)); }
     if (bf16_ && p->src_in == p->src_md) {
       // bf16 asked for, no bf16 primitive: fp32 on bf16-rounded values, which A and a non-constant B may
@@ -268,16 +281,26 @@ class MatMulKernel : public Kernel {
       a_in = rounded_to_bf16(*a);
       if (!b_const) b_in = rounded_to_bf16(*b);
     }
-    FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    // A bf16 destination is bf16 storage of the float32 output (layout.h), handed on as it is.
+    Tensor out;
+    if (p->dst_out != p->dst_md) {
+      FERRY_ASSIGN_OR_RETURN(out, new_output(ctx, 0, DType::kFloat32, p->out_dims,
+                                             plain_desc(DType::kBFloat16, p->out_dims), true));
+    } else {
+      FERRY_ASSIGN_OR_RETURN(Tensor * planned_y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+      out = *planned_y;
+    }
+    Tensor* y = &out;
     auto& args = p->args;
     args[DNNL_ARG_SRC] = p->src_m.bind(p->src_in, a_in);
     args[DNNL_ARG_WEIGHTS] = b_const ? p->packed_m.bind(p->wei_packed, p->packed_b) : p->wei_m.bind(p->wei_in, b_in);
-    args[DNNL_ARG_DST] = p->dst_m.bind(p->dst_md, *y);
+    args[DNNL_ARG_DST] = p->dst_m.bind(p->dst_out, *y);
     if (p->bias_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1] = p->bias_m.bind(p->bias_md, bias_t);
     if (p->z_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1] = p->z_m.bind(p->z_md, *z);
     p->prim.execute(stream(), args);
     stream().wait();
     if (p->bias_after) vec_binary(VecBinary::kAdd, p->bias_add, y->data<float>(), bias_t.data<float>(), y->data<float>());
+    if (p->dst_out != p->dst_md) return set_output(ctx, 0, std::move(out), true);
     return Status();
   }
 
@@ -404,14 +427,20 @@ class MatMulKernel : public Kernel {
   }
 
   // The primitive for this post-op chain, bf16 first when the node asks for it; false when oneDNN has none.
-  bool try_create(MatMulPlan& p, const md& bias_src1) {
+  // `bf16_dst`: false where something after the primitive reads the destination as float32.
+  bool try_create(MatMulPlan& p, const md& bias_src1, bool bf16_dst = true) {
     if (bf16_) {
       p.src_in = plain_desc(DType::kBFloat16, dims_of(p.src_md));
       p.wei_in = plain_desc(DType::kBFloat16, dims_of(p.wei_md));
+      // The result in bf16 where only matmuls read it (through the RoundFloat, which hands it on).
+      p.dst_out = bf16_out_ && bf16_dst && is_plain_desc(p.dst_md) ? with_data_type(p.dst_md, dt::bf16) : p.dst_md;
+      if (try_create_with(p, bias_src1, dt::bf16)) return true;
+      p.dst_out = p.dst_md;
       if (try_create_with(p, bias_src1, dt::bf16)) return true;
     }
     p.src_in = p.src_md;
     p.wei_in = p.wei_md;
+    p.dst_out = p.dst_md;
     return try_create_with(p, bias_src1, dt::f32);
   }
 
@@ -428,7 +457,7 @@ class MatMulKernel : public Kernel {
       if (!append_chain(po, p.z_md, p.z_po)) return false;
       attr.set_post_ops(po);
       const md wei_any(p.wei_md.dims(), in_type, tag::any);
-      dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_md);
+      dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_out);
       p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
       // oneDNN's reference implementations ("ref:any") run at a few hundred MFLOP/s: never taken.
       if (std::string(p.pd.impl_info_str()).rfind("ref", 0) == 0) return false;
@@ -527,7 +556,7 @@ class MatMulKernel : public Kernel {
       if (ok && const_bias_.defined()) { FERRY_ASSIGN_OR_RETURN(plan->full_bias, broadcast_to(const_bias_, plan->out_dims)); }
       if (!ok && ops_.empty() && z_input_ < 0) {
         plan->bias_materialized = false;
-        ok = try_create(*plan, md());
+        ok = try_create(*plan, md(), false);  // the bias is added to the float32 destination after
         plan->bias_after = ok;
         if (ok) plan->bias_add = plan_broadcast(plan->out_dims, cdims, plan->out_dims);
       }
@@ -566,6 +595,8 @@ class MatMulKernel : public Kernel {
   float alpha_ = 1.f, beta_ = 1.f;
   CpuGemm gemm_;  // which packed GEMM Linear layers take (choose_gemm): MKL, own, or none (oneDNN)
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
+  // and the result goes, through a RoundFloat only, to native-bf16 matmuls as A only: written in bf16
+  bool bf16_out_;
   int bias_input_ = -1, z_input_ = -1;
   std::vector<PostOp> ops_;
   const ops::OpSchema* reference_ = nullptr;

@@ -27,7 +27,8 @@ namespace {
 // between two convs (pools bf16, hands bf16 on), and a 1x1 conv whose GlobalAveragePool (bf16, then
 // rounded) feeds a Flatten, where the RoundFloat converts to float32 in memory the plan shares with its
 // input. Last, two attentions (scale, softmax, times V; one with an additive mask) that the optimizer
-// fuses into FusedAttention, which runs in bf16 too.
+// fuses into FusedAttention, which runs in bf16 too. And a Linear read only by another Linear: the
+// first writes its result in bf16, which the RoundFloat between them hands on to the second as it is.
 const char* kModel = R"(opset "" 17
 graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24], %v: float32[2,3,10,24])
   const %w: float32[16,16,3,3] = uniform(-0.3, 0.3)
@@ -41,6 +42,8 @@ graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24]
   const %w3: float32[16,16,3,3] = uniform(-0.3, 0.3)
   const %scale: float32[] = [4.0]
   const %mask: float32[1,1,10,10] = uniform(-2.0, 0.0)
+  const %lin2a: float32[24,24] = uniform(-0.4, 0.4)
+  const %lin3: float32[24,8] = uniform(-0.4, 0.4)
   %c = Conv(%x, %w, %bias) {pads=[1,1,1,1]}  # conv
   %r = Relu(%c)  # relu
   %s = Add(%r, %x)  # residual
@@ -67,7 +70,9 @@ graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24]
   %qk3m = Add(%qk3s, %mask)  # qk3_masked
   %pr3 = Softmax(%qk3m) {axis=-1}  # softmax3
   %y3 = MatMul(%pr3, %v)  # pv3
-  return %d, %att, %gm, %mp, %c3, %gf, %y, %y3
+  %h = MatMul(%v, %lin2a)  # chain_first
+  %h2 = MatMul(%h, %lin3)  # chain_second
+  return %d, %att, %gm, %mp, %c3, %gf, %y, %y3, %h2
 )";
 
 std::unique_ptr<runtime::Session> open(const std::string& backend) {
@@ -156,7 +161,7 @@ TEST(CpuBf16, KernelsAreBf16WhereTheCpuHasIt) {
     if (name.find("bf16") != std::string::npos) ++bf16;
     else ADD_FAILURE() << nodes[i]->name << " runs " << name;
   }
-  EXPECT_GE(marked, 8);  // four convs, two matmuls, the gemm, two attentions
+  EXPECT_GE(marked, 10);  // four convs, four matmuls, the gemm, two attentions
   EXPECT_EQ(bf16, marked);
   // The RoundFloats of q, k and v hand their inputs on unrounded: every reader (the matmuls and the
   // attentions, k through its Transposes) converts to bf16 itself. x's is read by a conv: it rounds.
