@@ -79,6 +79,10 @@ std::vector<OpCase> pool_cases() {
       // Large enough for the threads to split the pixels (the own reduction's parallel path).
       {"global_avg_split", {1, 40, 30, 30}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
       {"global_avg_split_1d", {2, 20, 2000}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
+      // ReduceMean / ReduceSum over the spatial axes (the blocked input itself: reduce_test.cc).
+      {"reduce_mean_spatial", {2, 40, 7, 7}, [](GraphBuilder& b, V x) { return one(b, "ReduceMean", x, {{"axes", ints_attr({2, 3})}, {"keepdims", int_attr(0)}}, 11); }},
+      {"reduce_mean_spatial_keepdims", {1, 24, 9, 9}, [](GraphBuilder& b, V x) { return one(b, "ReduceMean", x, {{"axes", ints_attr({-2, -1})}}, 11); }},
+      {"reduce_sum_spatial", {2, 40, 7, 7}, [](GraphBuilder& b, V x) { return one(b, "ReduceSum", x, {{"axes", ints_attr({2, 3})}}, 11); }},
       {"global_avg_split_3d", {1, 24, 6, 20, 20}, [](GraphBuilder& b, V x) { return one(b, "GlobalAveragePool", x); }},
       {"global_avg_then_flatten", {2, 32, 5, 5}, [](GraphBuilder& b, V x) { return one(b, "Flatten", one(b, "GlobalAveragePool", x)); }},
       {"batchnorm", {2, 13, 5, 6}, [](GraphBuilder& b, V x) {

@@ -3,6 +3,7 @@
 #include "unit/backends/cpu/conv_test_util.h"
 
 #include "backends/cpu/cpu_backend.h"
+#include "runtime/executor.h"
 
 namespace ferry::backends::cpu::testing {
 namespace {
@@ -47,6 +48,38 @@ INSTANTIATE_TEST_SUITE_P(
                       RCase{"leading_axis", "ReduceSum", {3, 4, 5}, {0}, 1, false},
                       RCase{"gap", "ReduceL2", {3, 4, 5}, {0, 2}, 1, false}),
     [](const ::testing::TestParamInfo<RCase>& i) { return i.param.name; });
+
+// A conv's result in the layout the conv wrote (nhwc or nChw16c: the hook observes without making it
+// plain), read by ReduceMean over the spatial axes as it is (mnasnet's x.mean([2, 3]) after its last 1x1
+// conv) and by ReduceSum, which makes it plain first; both against the reference.
+TEST(CpuReduce, SpatialReductionsReadTheConvLayout) {
+  for (const char* op : {"ReduceMean", "ReduceSum"}) {
+    for (const std::vector<int64_t>& w : {std::vector<int64_t>{40, 24, 1, 1}, std::vector<int64_t>{40, 24, 3, 3}}) {
+      GraphBuilder b;
+      ir::Value* x = b.input("x", {2, 24, 7, 7});
+      ir::Value* c = b.node("Conv", {x, b.constant(random_tensor(w, 1)), b.constant(random_tensor({40}, 2))},
+                            {{"pads", ints_attr(w[2] == 3 ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{0, 0, 0, 0})}});
+      b.output(b.node(op, {c}, {{"axes", ints_attr({2, 3})}, {"keepdims", int_attr(0)}}, 11));
+      ir::Graph& g = b.finish();
+      auto backend = make_backend("cpu");
+      ASSERT_TRUE(backend.ok());
+      runtime::Executor ex(std::move(backend).value());
+      ASSERT_TRUE(ex.prepare(g).ok());
+      runtime::Scope scope;
+      const Tensor xt = random_tensor({2, 24, 7, 7}, 3);
+      scope.values[g.inputs[0]] = xt;
+      bool conv_blocked = false;
+      runtime::NodeHook hook = [&](const ir::Node& n, const std::vector<const RtValue*>&, const std::vector<RtValue>& outs) {
+        if (n.op_type == "Conv") conv_blocked = !outs[0].tensor.is_plain();
+      };
+      ASSERT_TRUE(ex.run_graph(g, scope, &hook, runtime::HookMode::kObserve).ok());
+      auto want = run_graph(g, "reference", {xt});
+      ASSERT_TRUE(want.ok());
+      EXPECT_TRUE(conv_blocked) << op << ": the conv's result was made plain for the reduction";
+      expect_close(scope.values.at(g.outputs[0]).tensor, (*want)[0], 1e-4f, op);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace ferry::backends::cpu::testing
