@@ -45,6 +45,9 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+// Whether `t` (float32) holds its values as dense row-major bf16 (bf16 storage, layout.h).
+bool dense_bf16(const Tensor& t) { return stores_bf16(t) && desc_of(t) == plain_desc(DType::kBFloat16, t.dims()); }
+
 std::vector<int64_t> dims_of(const md& m) {
   const dnnl::memory::dims d = m.dims();
   return std::vector<int64_t>(d.begin(), d.end());
@@ -124,6 +127,9 @@ class AttentionKernel : public Kernel {
 
   // ":bf16" once a plan runs its matmuls in bf16.
   std::string name() const override { return bf16_planned_ ? "cpu:onednn:attention:bf16" : "cpu:onednn:attention"; }
+  // Q, K and V in bf16 storage (the head-split Transposes' bf16 results, layout.h) are read as they are
+  // by a bf16 plan; any other layout is made plain.
+  bool accepts_layouts() const override { return true; }
 
   Status run(ops::KernelContext& ctx) override {
     FERRY_ASSIGN_OR_RETURN(const Tensor* q, ops::nn::tensor_in(ctx, 0, "Q"));
@@ -131,7 +137,16 @@ class AttentionKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(const Tensor* v, ops::nn::tensor_in(ctx, 2, "V"));
     FERRY_ASSIGN_OR_RETURN(const Tensor* mask, ops::nn::optional_tensor_in(ctx, 3, "Mask"));
     for (const Tensor* t : {q, k, v, mask})
-      if (t && t->dtype() != DType::kFloat32) return reference_->kernel(ctx);
+      if (t && t->dtype() != DType::kFloat32) return run_reference_on_plain(*reference_, node_, ctx);
+    // bf16 storage stays for a bf16 plan (below); anything else not plain is made plain here.
+    Tensor plain[4];
+    const Tensor** inputs[4] = {&q, &k, &v, &mask};
+    for (int i = 0; i < 4; ++i) {
+      const Tensor* t = *inputs[i];
+      if (!t || t->is_plain() || (bf16_ && i < 3 && dense_bf16(*t))) continue;
+      FERRY_ASSIGN_OR_RETURN(plain[i], t->plain());
+      *inputs[i] = &plain[i];
+    }
     auto planned = plan_for(q->dims(), k->dims(), v->dims(), mask ? &mask->dims() : nullptr);
     if (!planned.ok()) {
       if (planned.status().code() == ErrorCode::kInvalidArgument) return reference_->kernel(ctx);
@@ -140,38 +155,38 @@ class AttentionKernel : public Kernel {
     AttnPlan* p = *planned;
     // Q, K and V may arrive unrounded (layout.h's readers_convert_to_bf16): where this node runs in fp32
     // although bf16 was asked for, they are rounded here.
-    if (p->reference) return bf16_ ? run_reference_on_plain(*reference_, node_, ctx, {0, 1, 2}) : reference_->kernel(ctx);
+    if (p->reference) return run_reference_on_plain(*reference_, node_, ctx, bf16_ ? std::vector<int>{0, 1, 2} : std::vector<int>{});
     Tensor rounded[3];
     if (bf16_ && p->in_type == dt::f32) {
-      const Tensor** qkv[3] = {&q, &k, &v};
       for (int i = 0; i < 3; ++i) {
-        rounded[i] = rounded_to_bf16(**qkv[i]);
-        *qkv[i] = &rounded[i];
+        if (!(*inputs[i])->is_plain()) { FERRY_ASSIGN_OR_RETURN(plain[i], (*inputs[i])->plain()); *inputs[i] = &plain[i]; }
+        rounded[i] = rounded_to_bf16(**inputs[i]);
+        *inputs[i] = &rounded[i];
       }
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     const bool bf16 = p->in_type == dt::bf16;
-    if (bf16) {
-      reorder(as_memory(*k, dense(p->k)), as_memory(p->k16, dense(p->k, dt::bf16)));
-      reorder(as_memory(*v, dense(p->v)), as_memory(p->v16, dense(p->v, dt::bf16)));
-    }
-    // K and V as the matmuls read them: the inputs, or their bf16 copies (2-byte elements).
-    auto* k_in = static_cast<char*>(bf16 ? p->k16.raw() : const_cast<void*>(k->raw()));
-    auto* v_in = static_cast<char*>(bf16 ? p->v16.raw() : const_cast<void*>(v->raw()));
+    const bool q_bf16 = bf16 && dense_bf16(*q);
+    if (bf16 && !dense_bf16(*k)) reorder(as_memory(*k, dense(p->k)), as_memory(p->k16, dense(p->k, dt::bf16)));
+    if (bf16 && !dense_bf16(*v)) reorder(as_memory(*v, dense(p->v)), as_memory(p->v16, dense(p->v, dt::bf16)));
+    // K and V as the matmuls read them: the inputs (fp32, or already bf16), or their bf16 copies.
+    auto* k_in = static_cast<char*>(bf16 && !dense_bf16(*k) ? p->k16.raw() : const_cast<void*>(k->raw()));
+    auto* v_in = static_cast<char*>(bf16 && !dense_bf16(*v) ? p->v16.raw() : const_cast<void*>(v->raw()));
     const int64_t in_size = bf16 ? 2 : 4;
     const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
     for (int64_t b0 = 0; b0 < p->items; b0 += p->group)
       for (int64_t row = 0; row < S; row += p->block.rows) {
         const AttnStage& st = S - row >= p->block.rows ? p->block : p->tail;
         // A block is the descriptors over the bytes from its first item and row on.
-        float* qb = const_cast<float*>(q->data<float>()) + (b0 * S + row) * p->D;
+        char* qb = static_cast<char*>(const_cast<void*>(q->raw())) + (b0 * S + row) * p->D * (q_bf16 ? 2 : 4);
         char* kb = k_in + b0 * T * p->D * in_size;
         char* vb = v_in + b0 * T * p->Dv * in_size;
         float* yb = y->data<float>() + (b0 * S + row) * p->Dv;
         dnnl::memory q_mem(st.q_md, engine(), qb);
-        if (bf16) {
+        if (bf16 && !(q_bf16 && !st.y_copy)) {
+          // Converted (or, bf16 already, gathered from a row block) into the dense block the matmul reads.
           q_mem = as_memory(p->q16, st.q_md);
-          reorder(dnnl::memory(st.q_src_md, engine(), qb), q_mem);
+          reorder(dnnl::memory(q_bf16 ? with_data_type(st.q_src_md, dt::bf16) : st.q_src_md, engine(), qb), q_mem);
         }
         dnnl::memory y_mem = st.y_copy ? as_memory(p->y32, st.y_md) : dnnl::memory(st.y_md, engine(), yb);
         dnnl::memory s_mem = as_memory(p->scores, st.s_md);
@@ -380,6 +395,10 @@ class AttentionKernel : public Kernel {
         attr.set_post_ops(po);
       }
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st.q_md, plan.kt_md, st.s_md), attr, engine());
+      // oneDNN 2.6 serves some mask broadcasts as a post-op only with its reference matmul (a few hundred
+      // MFLOP/s): never taken, the loop adds the mask then.
+      if (with_mask && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+        throw dnnl::error(dnnl_unimplemented, "reference matmul for this mask");
       st.qk = dnnl::matmul(pd);
     };
     bool made = false;

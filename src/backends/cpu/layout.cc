@@ -445,6 +445,20 @@ bool rounded_for_bf16_matmuls(const ir::Value& v, const CpuOptions& o) {
   return true;
 }
 
+bool read_as_bf16_by_attention(const ir::Value& v, const CpuOptions& o) {
+  const auto readers = local_readers(v);
+  if (!readers || readers->empty()) return false;
+  for (const Reader& r : *readers) {
+    const ir::Node& n = *r.node;
+    int reads = 0;
+    for (const ir::Value* in : n.inputs) reads += in == &v;
+    if (!(n.domain == "com.ferry" && n.op_type == "FusedAttention") || r.input > 2 || reads != 1 ||
+        !wants_native_bf16(n, o) || !cpu_runs(n))
+      return false;
+  }
+  return true;
+}
+
 bool may_produce_blocked(const ir::Value& v) {
   const auto readers = local_readers(v);
   if (!readers || readers->empty()) return false;

@@ -155,6 +155,9 @@ bool readers_convert_to_bf16(const ir::Value& v, const CpuOptions& o);
 // FusedMatMul nodes reading it as A (once): a matmul producing v may write it in bf16 storage, which the
 // RoundFloat hands on (readers_convert_to_bf16) and those matmuls read as it is.
 bool rounded_for_bf16_matmuls(const ir::Value& v, const CpuOptions& o);
+// Whether every reader of v is a native-bf16 cpu FusedAttention reading it (once) as Q, K or V: a
+// Transpose producing v (the head split) may write it in bf16 storage, which the attention reads as it is.
+bool read_as_bf16_by_attention(const ir::Value& v, const CpuOptions& o);
 
 // Marks an op type whose cpu kernels accept layouts (called by the kernel files' register functions).
 void declare_layout_aware(const std::string& domain, const std::string& op_type);

@@ -9,6 +9,10 @@
 // (when every reader takes layouts) return a view of the input under the other dims and layout.
 // ConvNeXt does both around every block (depthwise conv -> NHWC LayerNorm / MLP -> back): 44
 // Transposes and the convs' own conversions to and from plain NCHW went away.
+//
+// In bf16 mode a Transpose whose readers are all native-bf16 attentions (the head split of Q, K, V)
+// writes its result in bf16 storage (layout.h), rounding to nearest even as the attention's own
+// conversion would: half the bytes written, and no conversion in the attention.
 #include <memory>
 
 #include "backends/cpu/cpu_backend.h"
@@ -36,7 +40,10 @@ View view_kind(const ir::Node& node) {
 
 class TransposeKernel : public ShapePreparedKernel {
  public:
-  explicit TransposeKernel(const ir::Node& node) : ShapePreparedKernel(node), view_kind_(view_kind(node)) {}
+  TransposeKernel(const ir::Node& node, const CpuOptions& o)
+      : ShapePreparedKernel(node),
+        view_kind_(view_kind(node)),
+        bf16_out_(view_kind_ == View::kNone && node.has_output(0) && read_as_bf16_by_attention(*node.outputs[0], o)) {}
   std::string name() const override { return "cpu:onednn:transpose"; }
   bool accepts_layouts() const override { return true; }
   bool may_view_input(int output) const override { return output == 0 && view_kind_ != View::kNone; }
@@ -68,6 +75,12 @@ class TransposeKernel : public ShapePreparedKernel {
     if (!x->is_plain()) {
       FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
       x = &plain_x;
+    }
+    if (bf16_out_) {
+      FERRY_ASSIGN_OR_RETURN(Tensor out, new_output(ctx, 0, DType::kFloat32, out_dims_, dst_md_, true));
+      prim_.execute(stream(), {{DNNL_ARG_FROM, as_memory(*x, src_md_)}, {DNNL_ARG_TO, as_memory(out, dst_md_)}});
+      stream().wait();
+      return set_output(ctx, 0, std::move(out), true);
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_dims_));
     if (runs_) {
@@ -101,11 +114,11 @@ class TransposeKernel : public ShapePreparedKernel {
       os[i] = in_strides[perm[i]];
     }
     view_ = StridedView{out_dims_, std::vector<int64_t>(os.begin(), os.end()), 0};
-    runs_ = plan_strided_copy(view_);
+    runs_ = !bf16_out_ && plan_strided_copy(view_);
     if (runs_) return true;
     try {
       src_md_ = md(od, dnnl::memory::data_type::f32, os);
-      dst_md_ = plain_desc(DType::kFloat32, out_dims_);
+      dst_md_ = plain_desc(bf16_out_ ? DType::kBFloat16 : DType::kFloat32, out_dims_);
       prim_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src_md_, engine(), dst_md_));
     } catch (const dnnl::error&) {
       return false;
@@ -114,6 +127,7 @@ class TransposeKernel : public ShapePreparedKernel {
   }
 
   View view_kind_;
+  bool bf16_out_;  // every reader is a native-bf16 attention: the result in bf16 storage
   std::vector<int64_t> out_dims_;
   bool runs_ = false;  // the last axis stays innermost: memcpy runs instead of the reorder
   StridedView view_;
@@ -122,7 +136,7 @@ class TransposeKernel : public ShapePreparedKernel {
 };
 
 Result<std::unique_ptr<Kernel>> create_transpose(const ir::Node& node, const CpuOptions& o) {
-  auto k = std::make_unique<TransposeKernel>(node);
+  auto k = std::make_unique<TransposeKernel>(node, o);
   FERRY_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<Kernel>(std::move(k));
 }

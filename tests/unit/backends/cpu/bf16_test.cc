@@ -29,8 +29,10 @@ namespace {
 // input. Last, two attentions (scale, softmax, times V; one with an additive mask) that the optimizer
 // fuses into FusedAttention, which runs in bf16 too. And a Linear read only by another Linear: the
 // first writes its result in bf16, which the RoundFloat between them hands on to the second as it is.
+// And the head split of a transformer: Q, K, V transposed from [B, S, heads, D], which the Transposes
+// write in bf16 for the attention to read as it is.
 const char* kModel = R"(opset "" 17
-graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24], %v: float32[2,3,10,24])
+graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24], %v: float32[2,3,10,24], %hs: float32[2,10,3,24])
   const %w: float32[16,16,3,3] = uniform(-0.3, 0.3)
   const %bias: float32[16] = uniform(-1.0, 1.0)
   const %dw: float32[16,1,3,3] = uniform(-0.5, 0.5)
@@ -72,7 +74,14 @@ graph g (%x: float32[2,16,12,12], %q: float32[2,3,10,24], %k: float32[2,3,10,24]
   %y3 = MatMul(%pr3, %v)  # pv3
   %h = MatMul(%v, %lin2a)  # chain_first
   %h2 = MatMul(%h, %lin3)  # chain_second
-  return %d, %att, %gm, %mp, %c3, %gf, %y, %y3, %h2
+  %hq = Transpose(%hs) {perm=[0,2,1,3]}  # head_q
+  %hk = Transpose(%hs) {perm=[0,2,3,1]}  # head_kt
+  %hv = Transpose(%hs) {perm=[0,2,1,3]}  # head_v
+  %hqk = MatMul(%hq, %hk)  # hqk
+  %hqks = Div(%hqk, %scale)  # hqk_scaled
+  %hp = Softmax(%hqks) {axis=-1}  # hsoftmax
+  %hy = MatMul(%hp, %hv)  # hpv
+  return %d, %att, %gm, %mp, %c3, %gf, %y, %y3, %h2, %hy
 )";
 
 std::unique_ptr<runtime::Session> open(const std::string& backend) {
@@ -102,7 +111,7 @@ TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
   ASSERT_TRUE(cpu && ref);
   const std::map<std::string, Tensor> feeds{
       {"x", random({2, 16, 12, 12}, 1)}, {"q", random({2, 3, 10, 24}, 2)}, {"k", random({2, 3, 10, 24}, 3)},
-      {"v", random({2, 3, 10, 24}, 4)}};
+      {"v", random({2, 3, 10, 24}, 4)}, {"hs", random({2, 10, 3, 24}, 5)}};
   // The second run: the first one refines the arena plan (layout.h's slots), the second runs on it.
   ASSERT_TRUE(cpu->run_tensors(feeds).ok());
   auto got = cpu->run_tensors(feeds);
@@ -118,7 +127,7 @@ TEST(CpuBf16, NativeKernelsMatchTheReferenceEmulation) {
     for (int64_t i = 0; i < b.numel(); ++i) max_abs = std::max(max_abs, std::fabs(double(b.data<float>()[i])));
     // The bf16 attention also stores its probabilities in bf16 (the reference's fused attention keeps
     // them fp32): each is off by up to 2^-9 of itself, so Y = P V by up to 2^-9 of max |V| (1 here).
-    const bool attention = (*got)[o].first == "y" || (*got)[o].first == "y3";
+    const bool attention = (*got)[o].first == "y" || (*got)[o].first == "y3" || (*got)[o].first == "hy";
     const double slack = attention ? 1.0 / 256 : 1e-5;
     int64_t differ = 0;
     for (int64_t i = 0; i < a.numel(); ++i) {
