@@ -37,21 +37,8 @@ using dt = dnnl::memory::data_type;
 
 constexpr int kMaxRank = 12;
 
-dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
-
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
 // Whether `t` (float32) holds its values as dense row-major bf16 (bf16 storage, layout.h).
 bool dense_bf16(const Tensor& t) { return stores_bf16(t) && desc_of(t) == plain_desc(DType::kBFloat16, t.dims()); }
-
-std::vector<int64_t> dims_of(const md& m) {
-  const dnnl::memory::dims d = m.dims();
-  return std::vector<int64_t>(d.begin(), d.end());
-}
 
 md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
   return md(to_dims(dims), type, to_dims(dense_strides(dims)));

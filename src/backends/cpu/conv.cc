@@ -57,7 +57,6 @@ bool conv_supports(const ir::Node& node, const CpuOptions& o) {
   return true;
 }
 
-dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
 
 // oneDNN 2.6 has two fp32 1x1 convolution kernels on AVX-512: brgconv on nhwc (what format `any`
 // picks) and jit_1x1 on nChw16c. While a CNN's activations stay in the caches brgconv is as fast or

@@ -84,7 +84,6 @@ bool deconv_supports(const ir::Node& node, const CpuOptions& o) {
   return ws && ws->size() >= 3 && ws->size() <= 5;
 }
 
-dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
 
 struct DeconvPlan {
   std::vector<int64_t> in_dims, out_dims;

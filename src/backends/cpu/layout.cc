@@ -40,6 +40,42 @@ dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims) {
   return dnnl::memory::desc(d, dnnl_dtype(t), strides);
 }
 
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
+
+std::vector<int64_t> dims_of(const dnnl::memory::desc& m) {
+  const dnnl::memory::dims d = m.dims();
+  return std::vector<int64_t>(d.begin(), d.end());
+}
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+Tensor broadcast_plain(const Tensor& t, const std::vector<int64_t>& dims) {
+  Tensor out(DType::kFloat32, dims);
+  const int r = static_cast<int>(dims.size());
+  std::vector<int64_t> td(r - t.rank(), 1);
+  td.insert(td.end(), t.dims().begin(), t.dims().end());
+  std::vector<int64_t> ts = dense_strides(td);
+  for (int i = 0; i < r; ++i)
+    if (td[i] == 1) ts[i] = 0;
+  std::vector<int64_t> idx(r, 0);
+  const float* src = t.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t off = 0;
+    for (int i = 0; i < r; ++i) off += idx[i] * ts[i];
+    dst[o] = src[off];
+    for (int i = r - 1; i >= 0; --i) {
+      if (++idx[i] < dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
 dnnl::memory::desc channels_last_desc(const std::vector<int64_t>& nchw) {
   return dnnl::memory::desc(dnnl::memory::dims(nchw.begin(), nchw.end()), dnnl::memory::data_type::f32,
                             dnnl::memory::format_tag::acdb);

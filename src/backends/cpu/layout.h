@@ -56,6 +56,12 @@ dnnl::memory::data_type dnnl_dtype(DType t);
 
 // Dense row-major descriptor of `dims` (a rank-0 tensor is described as [1]).
 dnnl::memory::desc plain_desc(DType t, const std::vector<int64_t>& dims);
+// Dims between ferry's vectors and oneDNN's, and the row-major strides of `dims` (in elements).
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v);
+std::vector<int64_t> dims_of(const dnnl::memory::desc& m);
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims);
+// A plain float32 `t` repeated to `dims` (numpy broadcasting; `t` must broadcast to them).
+Tensor broadcast_plain(const Tensor& t, const std::vector<int64_t>& dims);
 // oneDNN's channels-last (acdb) float32 descriptor of a 4-D tensor of logical dims `nchw`: its bytes are
 // the plain NHWC tensor.
 dnnl::memory::desc channels_last_desc(const std::vector<int64_t>& nchw);

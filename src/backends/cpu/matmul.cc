@@ -71,15 +71,6 @@ bool matmul_supports(const ir::Node& n, const CpuOptions& o) {
   return true;
 }
 
-dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
-
-// Row-major strides of `dims`.
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
 // An operand as oneDNN sees it: logical dims [batch (expanded to `rank`-2 dims)..., rows, cols] over
 // the tensor's row-major bytes, the last two dims swapped through strides when transposed.
 md operand_desc(std::vector<int64_t> stored, bool trans, int rank) {
@@ -260,7 +251,7 @@ class MatMulKernel : public Kernel {
           for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = beta_ * bias->data<float>()[i];
           bias_t = s;
         }
-        if (p->bias_materialized) { FERRY_ASSIGN_OR_RETURN(bias_t, broadcast_to(bias_t, p->out_dims)); }
+        if (p->bias_materialized) bias_t = broadcast_plain(bias_t, p->out_dims);
       }
     }
     const Tensor* z = nullptr;
@@ -305,30 +296,6 @@ class MatMulKernel : public Kernel {
   }
 
  private:
-  // `t` (plain) repeated to `dims` (numpy broadcasting).
-  static Result<Tensor> broadcast_to(const Tensor& t, const std::vector<int64_t>& dims) {
-    Tensor out(DType::kFloat32, dims);
-    const int r = static_cast<int>(dims.size());
-    std::vector<int64_t> td(r - t.rank(), 1);
-    td.insert(td.end(), t.dims().begin(), t.dims().end());
-    std::vector<int64_t> ts = dense_strides(td);
-    for (int i = 0; i < r; ++i)
-      if (td[i] == 1) ts[i] = 0;
-    std::vector<int64_t> idx(r, 0);
-    const float* src = t.data<float>();
-    float* dst = out.data<float>();
-    for (int64_t o = 0; o < out.numel(); ++o) {
-      int64_t off = 0;
-      for (int i = 0; i < r; ++i) off += idx[i] * ts[i];
-      dst[o] = src[off];
-      for (int i = r - 1; i >= 0; --i) {
-        if (++idx[i] < dims[i]) break;
-        idx[i] = 0;
-      }
-    }
-    return out;
-  }
-
   Status run_packed(ops::KernelContext& ctx, MatMulPlan& p, const Tensor& a, const Tensor& bias, const Tensor* z) {
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p.out_dims));
     if (p.mkl_b) {
@@ -553,7 +520,7 @@ class MatMulKernel : public Kernel {
       plan->bias_materialized = true;
       plan->bias_md = plan->dst_md;
       ok = try_create(*plan, plan->bias_md);
-      if (ok && const_bias_.defined()) { FERRY_ASSIGN_OR_RETURN(plan->full_bias, broadcast_to(const_bias_, plan->out_dims)); }
+      if (ok && const_bias_.defined()) plan->full_bias = broadcast_plain(const_bias_, plan->out_dims);
       if (!ok && ops_.empty() && z_input_ < 0) {
         plan->bias_materialized = false;
         ok = try_create(*plan, md(), false);  // the bias is added to the float32 destination after
@@ -583,11 +550,6 @@ class MatMulKernel : public Kernel {
     }
     plans_.push_back(std::move(plan));
     return plans_.back().get();
-  }
-
-  static std::vector<int64_t> dims_of(const md& m) {
-    const auto d = m.dims();
-    return std::vector<int64_t>(d.begin(), d.end());
   }
 
   const ir::Node& node_;

@@ -61,7 +61,6 @@ struct PoolPlan {
   dnnl::pooling_v2_forward prim;
 };
 
-dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
 
 // Whether a bf16 result may stand for this pooling's: it is only rounded to bf16 next, or (max pooling:
 // the max of bf16 values is one of them, exactly) every reader takes bf16 storage.
