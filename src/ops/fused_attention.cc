@@ -1,7 +1,9 @@
 // com.ferry FusedAttention (produced by passes/recognize_attention): scaled dot-product attention as
 // torch exports it. Inputs Q [..., S, D], K [..., T, D], V [..., T, Dv], Mask? (additive, broadcastable
-// to [..., S, T]); attribute scale (float, default 1/sqrt(D)). Y = softmax(scale * Q K^T + Mask, -1) V,
-// with the batch dims (...) equal in Q, K and V. Accumulates in double.
+// to [..., S, T]); attributes scale (float, default 1/sqrt(D)) and nan_to_zero (int, default 0: 1 makes
+// NaN probabilities 0, as torch 2's SDPA export does with Where(IsNaN(P), 0, P) so that a fully masked row
+// gives 0, not NaN). Y = softmax(scale * Q K^T + Mask, -1) V, with the batch dims (...) equal in Q, K and
+// V. Accumulates in double.
 #include <cmath>
 #include <limits>
 
@@ -42,6 +44,7 @@ Status fused_attention_kernel(KernelContext& ctx) {
                              dims_to_string(score_dims));
   }
   const double scale = ctx.node().has_attr("scale") ? ctx.node().attr_float("scale", 1.0f) : 1.0 / std::sqrt(double(D));
+  const bool nan_to_zero = ctx.node().attr_int("nan_to_zero", 0) != 0;
   std::vector<int64_t> out_dims = batch;
   out_dims.push_back(S);
   out_dims.push_back(Dv);
@@ -74,6 +77,7 @@ Status fused_attention_kernel(KernelContext& ctx) {
     double* yr = yv.data() + row * Dv;
     for (int64_t j = 0; j < T; ++j) {
       const double p = s[j] / sum;  // a fully masked row (-inf everywhere) gives NaN, like Softmax
+      if (nan_to_zero && std::isnan(p)) continue;
       const double* vr = vv.data() + (bi * T + j) * Dv;
       for (int64_t d = 0; d < Dv; ++d) yr[d] += p * vr[d];
     }

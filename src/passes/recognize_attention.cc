@@ -1,7 +1,9 @@
 // Scaled dot-product attention -> com.ferry FusedAttention:
 //   P = Softmax(MatMul(Q, Transpose(K')) (*|/ scalar)? (+ Mask)?, last axis);  Y = MatMul(P, V)
-// with the scale optionally applied to Q before the first MatMul (torch 1.13 MultiheadAttention divides
-// q by sqrt(d) first). When K^T comes from a Transpose read only here, that Transpose is rewritten in
+// with the scale optionally applied to Q and/or K^T before the first MatMul (torch 1.13 MultiheadAttention
+// divides q by sqrt(d) first; torch 2's export of scaled_dot_product_attention multiplies both by d^-1/4),
+// and optionally P guarded as Where(IsNaN(P), 0, P) (torch 2's SDPA export: a fully masked row's NaN
+// probabilities become 0), which the fused node keeps as its attribute nan_to_zero. When K^T comes from a Transpose read only here, that Transpose is rewritten in
 // place to produce K itself (dropped when it then is the identity; it keeps its name, its new output has
 // no ONNX name since no ONNX tensor holds it); a constant K^T is stored transposed; any other K^T gets a
 // new Transpose of its last two axes. Softmax must be over the last axis only (opset 13+ axis -1, or
@@ -38,6 +40,22 @@ ir::Value* strip_scale(const Uses& uses, ir::Value* v, double* scale, std::vecto
   return v;
 }
 
+// v = Where(IsNaN(p), 0, p) with p read by nothing else: returns p and adds the two nodes to cov.
+ir::Value* strip_nan_guard(const Uses& uses, ir::Value* v, std::vector<ir::Node*>& cov) {
+  ir::Node* w = produced_by(v, "Where");
+  if (!w || w->num_inputs() != 3 || !uses.single_use(v)) return v;
+  ir::Value* p = w->inputs[2];
+  ir::Node* isnan = produced_by(w->inputs[0], "IsNaN");
+  const auto zero = scalar_of(w->inputs[1]);
+  if (!p || !isnan || isnan->num_inputs() != 1 || isnan->inputs[0] != p || !uses.single_use(w->inputs[0]) || !zero ||
+      *zero != 0 || uses.use_count(p) != 2 || uses.is_output(p) || uses.read_by_subgraph(p) || !p->shape ||
+      !v->shape || p->shape->size() != v->shape->size())
+    return v;
+  cov.push_back(isnan);
+  cov.push_back(w);
+  return p;
+}
+
 bool dims_equal(const Dim& a, const Dim& b) {
   return a.is_static() ? b.is_static() && a.value == b.value : !a.symbol.empty() && a.symbol == b.symbol;
 }
@@ -64,14 +82,15 @@ bool last_axis_softmax(const ir::Node& sm, int64_t rank) {
 Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
   return rewrite_until_fixed(g, [&](ir::Node& m2, const Uses& uses) -> Result<bool> {
     if (m2.op_type != "MatMul" || !m2.domain.empty() || m2.num_inputs() != 2 || !m2.outputs[0]) return false;
-    ir::Value* p = m2.inputs[0];
+    std::vector<ir::Node*> covered;
+    ir::Value* p = strip_nan_guard(uses, m2.inputs[0], covered);
+    const bool nan_to_zero = p != m2.inputs[0];
     ir::Value* v = m2.inputs[1];
     ir::Node* sm = produced_by(p, "Softmax");
-    if (!sm || !uses.single_use(p) || !sm->has_input(0)) return false;
+    if (!sm || !(nan_to_zero || uses.single_use(p)) || !sm->has_input(0)) return false;
     ir::Value* s = sm->inputs[0];
     if (!s->shape || s->shape->size() < 3 || !last_axis_softmax(*sm, static_cast<int64_t>(s->shape->size()))) return false;
     if (!uses.single_use(s)) return false;
-    std::vector<ir::Node*> covered;
     ir::Value* mask = nullptr;
     ir::Value* scores = s;
     if (ir::Node* add = produced_by(s, "Add"); add && add->num_inputs() == 2) {
@@ -93,7 +112,7 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
     ir::Value* qk = strip_scale(uses, scores, &scale, covered);
     ir::Node* m1 = produced_by(qk, "MatMul");
     if (!m1 || !uses.single_use(qk) || m1->num_inputs() != 2) return false;
-    ir::Value* kt = m1->inputs[1];
+    ir::Value* kt = strip_scale(uses, m1->inputs[1], &scale, covered);
     ir::Node* tr = produced_by(kt, "Transpose");
     if (tr && (!uses.single_use(kt) || !tr->has_input(0))) tr = nullptr;
     ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
@@ -170,6 +189,7 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
     if (mask) ins.push_back(mask);
     ir::Node* fa = replace_with(g, covered, "FusedAttention", "com.ferry", 1, ins, m2.outputs[0]);
     fa->attrs["scale"] = make_float(static_cast<float>(scale));
+    if (nan_to_zero) fa->attrs["nan_to_zero"] = make_int(1);
     return true;
   });
 }

@@ -20,6 +20,10 @@
 // bf16 (the rounding the unfused graph's Softmax output gets) and the second matmul reads them with V
 // in bf16 and writes Y in fp32 (the RoundFloat after the node rounds it). On AMX that is vit_b_16's
 // attention at batch 8 in about a fifth of the fp32 time.
+//
+// nan_to_zero (torch 2's SDPA export guards fully masked rows with Where(IsNaN(P), 0, P)): the
+// probabilities' NaNs become 0 between the softmax and the second matmul, a pass over a block that is
+// still in cache.
 #include <cmath>
 #include <memory>
 #include <unordered_map>
@@ -39,6 +43,26 @@ constexpr int kMaxRank = 12;
 
 // Whether `t` (float32) holds its values as dense row-major bf16 (bf16 storage, layout.h).
 bool dense_bf16(const Tensor& t) { return stores_bf16(t) && desc_of(t) == plain_desc(DType::kBFloat16, t.dims()); }
+
+// NaN -> 0 in place over n fp32 or bf16 values, by their bits (exact whatever the compiler assumes of
+// floats).
+void zero_nans(void* data, int64_t n, bool bf16) {
+  if (bf16) {
+    auto* x = static_cast<uint16_t*>(data);
+#pragma omp parallel for if (n > (int64_t{1} << 16))
+    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] & 0x7fffu) > 0x7f80u ? uint16_t{0} : x[i];
+  } else {
+    auto* x = static_cast<uint32_t*>(data);
+#pragma omp parallel for if (n > (int64_t{1} << 16))
+    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] & 0x7fffffffu) > 0x7f800000u ? 0u : x[i];
+  }
+}
+
+int64_t elements(const md& d) {
+  int64_t n = 1;
+  for (int64_t x : d.dims()) n *= x;
+  return n;
+}
 
 md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
   return md(to_dims(dims), type, to_dims(dense_strides(dims)));
@@ -93,7 +117,8 @@ constexpr int64_t kBlockRows = 112;
 
 class AttentionKernel : public Kernel {
  public:
-  AttentionKernel(const ir::Node& node, const CpuOptions& o) : node_(node), bf16_(wants_native_bf16(node, o)) {}
+  AttentionKernel(const ir::Node& node, const CpuOptions& o)
+      : node_(node), bf16_(wants_native_bf16(node, o)), nan_to_zero_(node.attr_int("nan_to_zero", 0) != 0) {}
 
   Status init() {
     reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
@@ -186,6 +211,10 @@ class AttentionKernel : public Kernel {
         stream().wait();
         if (mask && !p->mask_in_matmul) add_mask(*p, *mask);
         st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, p_mem}});
+        if (nan_to_zero_) {
+          stream().wait();
+          zero_nans(p_mem.get_data_handle(), elements(st.p_md), bf16);
+        }
         st.pv.execute(stream(), {{DNNL_ARG_SRC, p_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->v_md, engine(), vb)},
                                  {DNNL_ARG_DST, y_mem}});
         stream().wait();
@@ -408,6 +437,7 @@ class AttentionKernel : public Kernel {
 
   const ir::Node& node_;
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
+  bool nan_to_zero_;  // the probabilities' NaNs become 0 (the attribute nan_to_zero)
   bool bf16_planned_ = false;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<std::unique_ptr<AttnPlan>> plans_;

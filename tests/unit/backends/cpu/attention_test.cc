@@ -1,6 +1,8 @@
 // The cpu backend's FusedAttention, Softmax / LogSoftmax and LayerNormalization against the reference
 // backend: 3-D and 4-D attention with and without (broadcast) masks, S != T, D != Dv, odd sizes;
 // softmax on each axis and with pre-13 2-D coercion; layer norm over one and two trailing axes.
+#include <limits>
+
 #include "unit/backends/cpu/conv_test_util.h"
 
 #include "backends/cpu/cpu_backend.h"
@@ -144,6 +146,44 @@ TEST(CpuAttention, NoReferencePrimitiveForAnyMask) {
       EXPECT_NE(log.find("onednn_verbose,exec,cpu,matmul"), std::string::npos) << "no matmul ran: nothing checked";
       EXPECT_EQ(log.find(",ref:"), std::string::npos) << (bf16 ? "bf16" : "fp32") << " mask " << dims_to_string(mask) << ":\n" << log;
     }
+  }
+}
+
+// nan_to_zero (torch 2's Where(IsNaN(P), 0, P) guard, folded in by recognize_attention): a score row
+// masked out entirely (-inf) gives NaN probabilities, which become 0, so that row of Y is exactly 0 in
+// fp32 and bf16 alike; the other rows match the reference, which applies the same rule.
+TEST(CpuAttention, NanToZeroZeroesFullyMaskedRows) {
+  const int64_t S = 6, T = 9, D = 8;
+  for (bool bf16 : {false, true}) {
+    backends::BackendOptions options;
+    options.cpu.bf16 = Choice::kOn;
+    if (bf16 && !choose_bf16(options.cpu).native) continue;
+    GraphBuilder g;
+    std::vector<ir::Value*> ins{g.input("q", {2, 3, S, D}), g.input("k", {2, 3, T, D}), g.input("v", {2, 3, T, D}),
+                                g.input("mask", {1, 1, S, T})};
+    std::vector<Tensor> inputs{random_tensor({2, 3, S, D}, 1), random_tensor({2, 3, T, D}, 2),
+                               random_tensor({2, 3, T, D}, 3), random_tensor({1, 1, S, T}, 4)};
+    for (int i = 0; i < 3 && bf16; ++i)
+      ops::round_float_array(DType::kBFloat16, inputs[i].data<float>(), inputs[i].data<float>(), inputs[i].numel());
+    float* m = inputs[3].data<float>();
+    for (int64_t j = 0; j < T; ++j) m[2 * T + j] = -std::numeric_limits<float>::infinity();  // row 2: all masked
+    m[4 * T + 1] = -std::numeric_limits<float>::infinity();                                 // row 4: one key
+    Attrs a;
+    a["nan_to_zero"] = passes::make_int(1);
+    if (bf16) a["ferry_precision"] = passes::make_string("bfloat16");
+    g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
+    ir::Graph& graph = g.finish();
+    auto cpu = run_graph(graph, "cpu", inputs, nullptr, options);
+    auto ref = run_graph(graph, "reference", inputs);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+    const Tensor& y = (*cpu)[0];
+    for (int64_t item = 0; item < 6; ++item)
+      for (int64_t d = 0; d < D; ++d) {
+        EXPECT_EQ(y.data<float>()[(item * S + 2) * D + d], 0.f) << "bf16 " << bf16 << " item " << item;
+        EXPECT_EQ((*ref)[0].data<float>()[(item * S + 2) * D + d], 0.f) << "item " << item;
+      }
+    expect_close(y, (*ref)[0], bf16 ? 1.f / 256 : 1e-4f, bf16 ? "nan_to_zero bf16" : "nan_to_zero fp32");
   }
 }
 
