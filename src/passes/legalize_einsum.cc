@@ -1,10 +1,7 @@
 // Einsum -> Transpose / Reshape / MatMul (/ ReduceSum). Two operands: letters in both inputs and the
 // output are batch dims, in both inputs only are contracted, in one input and the output are free;
 // A is laid out [batch, free_a, contracted] and B [batch, contracted, free_b], each flattened to 3-D,
-// multiplied, unflattened and transposed into the output's order; with one letter each of free_a,
-// contracted and free_b, the N-D MatMul takes the batch dims as they are and no Reshape is needed (the
-// attention einsums of MaxViT, "bghid,bghjd->bghij": MatMul(Q, Transpose(K)), which recognize_attention
-// then fuses). One operand: ReduceSum over the
+// multiplied, unflattened and transposed into the output's order. One operand: ReduceSum over the
 // letters the output drops, then a Transpose. Needs static input shapes; ellipses, a letter repeated
 // in one operand (traces, diagonals), letters summed out of only one of two operands and size-1
 // broadcasting have no rewrite (the node then goes to the host).
@@ -129,17 +126,12 @@ Result<bool> rewrite(ir::Graph& g, ir::Node* n) {
     for (char ch : s) p *= size[ch];
     return p;
   };
-  const std::string order = batch + afree + bfree;
-  if (afree.size() == 1 && contr.size() == 1 && bfree.size() == 1) {
-    ir::Value* y = emit(g, *n, "MatMul", {transpose(g, *n, n->inputs[0], la, batch + afree + contr),
-                                          transpose(g, *n, n->inputs[1], lb, batch + contr + bfree)});
-    return finish_rewrite(g, n, transpose(g, *n, y, order, e.out));
-  }
   ir::Value* a = reshape(g, *n, transpose(g, *n, n->inputs[0], la, batch + afree + contr),
                          {prod(batch), prod(afree), prod(contr)});
   ir::Value* b = reshape(g, *n, transpose(g, *n, n->inputs[1], lb, batch + contr + bfree),
                          {prod(batch), prod(contr), prod(bfree)});
   ir::Value* y = emit(g, *n, "MatMul", {a, b});
+  std::string order = batch + afree + bfree;
   std::vector<int64_t> dims;
   for (char ch : order) dims.push_back(size[ch]);
   y = reshape(g, *n, y, dims);

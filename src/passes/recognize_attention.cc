@@ -115,12 +115,10 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
     ir::Value* kt = strip_scale(uses, m1->inputs[1], &scale, covered);
     ir::Node* tr = produced_by(kt, "Transpose");
     if (tr && (!uses.single_use(kt) || !tr->has_input(0))) tr = nullptr;
-    // K before the Transpose, with a scale there taken out too (MaxViT's `k * scale`, then the einsum).
-    ir::Value* k_src = tr ? strip_scale(uses, tr->inputs[0], &scale, covered) : nullptr;
     ir::Value* q = strip_scale(uses, m1->inputs[0], &scale, covered);
     const size_t r = s->shape->size();
     auto known = [&](const ir::Value* x) { return x->shape && x->shape->size() == r && x->dtype == s->dtype; };
-    if (!known(q) || !known(kt) || !known(v) || (tr && !known(k_src))) return false;
+    if (!known(q) || !known(kt) || !known(v) || (tr && !known(tr->inputs[0]))) return false;
     // Batch dims of Q, K (= K^T's), V equal; Q's D = K^T's D; K^T's T = V's T.
     const Shape &qs = *q->shape, &ks = *kt->shape, &vs = *v->shape;
     bool ok = dims_equal(qs[r - 1], ks[r - 2]) && dims_equal(ks[r - 1], vs[r - 2]);
@@ -138,12 +136,11 @@ Result<int> recognize_attention(ir::Graph& g, const PassContext&) {
     std::swap(perm[r - 1], perm[r - 2]);  // the perm that gives K [..., T, D]
     bool identity = true;
     for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
-    ir::Value* k = k_src;
+    ir::Value* k = tr ? tr->inputs[0] : nullptr;
     if (tr && identity) {
       covered.push_back(tr);
     } else if (tr) {
-      // The Transpose now yields K (from K before any scale).
-      tr->inputs[0] = k_src;
+      // The Transpose now yields K.
       k = g.add_value(g.fresh_name(tr->name + "_k"));
       k->onnx_name.clear();
       k->dtype = kt->dtype;
