@@ -4,9 +4,10 @@
 // divides q by sqrt(d) first; torch 2's export of scaled_dot_product_attention multiplies both by d^-1/4),
 // and optionally P guarded as Where(IsNaN(P), 0, P) (torch 2's SDPA export: a fully masked row's NaN
 // probabilities become 0), which the fused node keeps as its attribute nan_to_zero. When K^T comes
-// from a Transpose read only here, that Transpose is rewritten in place to produce K itself (dropped when it then is the identity; it keeps its name, its new output has
-// no ONNX name since no ONNX tensor holds it); a constant K^T is stored transposed; any other K^T gets a
-// new Transpose of its last two axes. Softmax must be over the last axis only (opset 13+ axis -1, or
+// from a Transpose read only here, that Transpose is rewritten in place to produce K itself (dropped
+// when it then is the identity; it keeps its name, its new output has no ONNX name since no ONNX tensor
+// holds it); a constant K^T is stored transposed; any other K^T gets a new Transpose of its last two
+// axes. Softmax must be over the last axis only (opset 13+ axis -1, or
 // an opset < 13 axis that is the last one, where the 2-D coercion is the same thing). Q, K and V need
 // known ranks and equal batch dims; the mask an additive float tensor that broadcasts to the scores.
 #include "passes/passes.h"

@@ -44,9 +44,10 @@ constexpr int kMaxRank = 12;
 // Whether `t` (float32) holds its values as dense row-major bf16 (bf16 storage, layout.h).
 bool dense_bf16(const Tensor& t) { return stores_bf16(t) && desc_of(t) == plain_desc(DType::kBFloat16, t.dims()); }
 
-// NaN -> 0 in place over n fp32 or bf16 values, by their bits (exact whatever the compiler assumes of
-// floats).
-void zero_nans(void* data, int64_t n, bool bf16) {
+// NaN -> 0 in place over a dense block of `bytes` of fp32 or bf16 values, by their bits (exact whatever
+// the compiler assumes of floats).
+void zero_nans(void* data, size_t bytes, bool bf16) {
+  const auto n = static_cast<int64_t>(bytes / (bf16 ? sizeof(uint16_t) : sizeof(uint32_t)));
   if (bf16) {
     auto* x = static_cast<uint16_t*>(data);
 #pragma omp parallel for if (n > (int64_t{1} << 16))
@@ -56,12 +57,6 @@ void zero_nans(void* data, int64_t n, bool bf16) {
 #pragma omp parallel for if (n > (int64_t{1} << 16))
     for (int64_t i = 0; i < n; ++i) x[i] = (x[i] & 0x7fffffffu) > 0x7f800000u ? 0u : x[i];
   }
-}
-
-int64_t elements(const md& d) {
-  int64_t n = 1;
-  for (int64_t x : d.dims()) n *= x;
-  return n;
 }
 
 md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
@@ -213,7 +208,7 @@ class AttentionKernel : public Kernel {
         st.softmax.execute(stream(), {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, p_mem}});
         if (nan_to_zero_) {
           stream().wait();
-          zero_nans(p_mem.get_data_handle(), elements(st.p_md), bf16);
+          zero_nans(p_mem.get_data_handle(), st.p_md.get_size(), bf16);
         }
         st.pv.execute(stream(), {{DNNL_ARG_SRC, p_mem}, {DNNL_ARG_WEIGHTS, dnnl::memory(p->v_md, engine(), vb)},
                                  {DNNL_ARG_DST, y_mem}});
