@@ -35,8 +35,11 @@ ir::Value* passthrough(const ir::Node& n, const Uses& uses) {
   if (x->kind != ir::ValueKind::kTensor) return nullptr;
   if (op == "Dropout") {
     // opset 12+: training_mode (input 2) absent or constant false; before, Dropout is inference-only.
-    if (n.has_input(2) && !constant_all(n.inputs[2], [](double v) { return v == 0; })) return nullptr;
-    return x;
+    // A constant ratio of 0 keeps every element and scales by 1 / (1 - 0) in training mode too:
+    // torchvision's Swin exports its attention dropout with training_mode true and ratio 0.
+    const bool inference = !n.has_input(2) || constant_all(n.inputs[2], [](double v) { return v == 0; });
+    const bool keeps_all = n.opset >= 12 && n.has_input(1) && constant_all(n.inputs[1], [](double v) { return v == 0; });
+    return inference || keeps_all ? x : nullptr;
   }
   if (op == "Cast") return x->dtype != DType::kUndefined && n.attr_int("to", -1) >= 0 && x->dtype == y->dtype ? x : nullptr;
   if (!same_static_type(x, y)) return nullptr;

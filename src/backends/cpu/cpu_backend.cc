@@ -29,6 +29,7 @@ namespace ferry::backends::cpu {
   X(layer_norm)                   \
   X(transpose)                    \
   X(slice)                        \
+  X(gather)                       \
   X(rnn)                          \
   X(resize)                       \
   X(reduce)
