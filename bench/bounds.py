@@ -81,6 +81,7 @@ def main():
     a = ap.parse_args()
     with open(a.results) as f:
         rows = [r for r in json.load(f)["table"] if (r.get("best_ratio") or 0) > a.over]
+    rows.sort(key=lambda r: -r["best_ratio"])  # the worst first: an interrupted run has measured those
     out = a.out or a.results[: -len(".json")] + "-bounds.md"
     found = []
     for i, r in enumerate(rows):
@@ -96,14 +97,17 @@ def main():
         found.append({"model": r["model"], "batch": r["batch"], "ratio": r["best_ratio"], "best_peer": r["best_peer"],
                       "class": cls, "bound": text})
         print("bounds: %s: %s" % (label, text), file=sys.stderr, flush=True)
+        write(out, found, a.runs)  # after every row, so an interrupted run keeps what it measured
+    print("bounds: wrote %s" % out)
+
+
+def write(out, found, runs):
     with open(out, "w") as f:
-        f.write("| model | batch | ferry / best | where ferry loses time (profiles, %d runs) |\n|---|---|---|---|\n"
-                % a.runs)
+        f.write("| model | batch | ferry / best | where ferry loses time (profiles, %d runs) |\n|---|---|---|---|\n" % runs)
         for b in found:
             f.write("| %s | %d | %.3f | %s |\n" % (b["model"], b["batch"], b["ratio"], b["bound"]))
     with open(out[: -len(".md")] + ".json", "w") as f:
         json.dump(found, f, indent=1)
-    print("bounds: wrote %s" % out)
 
 
 if __name__ == "__main__":
