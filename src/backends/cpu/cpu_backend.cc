@@ -27,6 +27,7 @@ namespace ferry::backends::cpu {
   X(attention)                    \
   X(softmax)                      \
   X(layer_norm)                   \
+  X(instance_norm)                \
   X(transpose)                    \
   X(slice)                        \
   X(gather)                       \
