@@ -281,14 +281,15 @@ class ConvKernel : public Kernel {
     return dense_sample_bytes_ > 0 && xd[0] * dense_sample_bytes_ >= kStreamingActivationBytes;
   }
 
-  // A grouped convolution whose groups are not whole 16-channel blocks (RegNet's group width 8): format
-  // `any` picks oneDNN's jit kernel on nChw8c, between 1x1 convolutions that brgconv runs on nhwc, so
-  // each one paid two reorders. The same jit kernel runs on nhwc at about the same speed (bench/README.md).
-  // Only with AVX-512 (where the neighbours are nhwc) and fp32.
+  // A grouped (not depthwise) convolution: format `any` picks oneDNN's jit kernel on nChw8c (RegNet's
+  // group width 8) or nChw16c (widths of whole 16-channel blocks), between 1x1 convolutions that brgconv
+  // runs on nhwc, so each one paid two reorders. The same jit kernel runs on nhwc at about the same speed
+  // (bench/README.md): regnet_y_400mf batch 1 25% faster on AMD Zen 4 (width 8); regnet_x_800mf batch 8
+  // 54.9/48.0, 55.5/53.2, 52.4/50.9 ms and regnet_y_800mf batch 1 9.8/7.7, 9.7/8.1 ms on an Intel Xeon
+  // with AMX (width 16, old/new alternating). Only with AVX-512 (where the neighbours are nhwc) and fp32.
   bool channels_last_grouped(const std::vector<int64_t>& xd, const Tensor& w) const {
     if (bf16_ || group_ <= 1 || xd.size() != 4 || w.rank() != 4 || group_ == xd[1]) return false;
-    if (!isa_has(dnnl::cpu_isa::avx512_core)) return false;
-    return (xd[1] / group_) % 16 != 0 || (w.dim(0) / group_) % 16 != 0;
+    return isa_has(dnnl::cpu_isa::avx512_core);
   }
 
   // The layout the source and destination are asked for instead of format `any`, where one of the
