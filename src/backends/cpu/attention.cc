@@ -116,8 +116,7 @@ class AttentionKernel : public Kernel {
       : node_(node), bf16_(wants_native_bf16(node, o)), nan_to_zero_(node.attr_int("nan_to_zero", 0) != 0) {}
 
   Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     std::vector<std::vector<int64_t>> dims;
     for (int i = 0; i < 4; ++i) {
       if (!node_.has_input(i)) {

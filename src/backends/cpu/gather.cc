@@ -96,8 +96,7 @@ class GatherKernel : public Kernel {
 
 Result<std::unique_ptr<Kernel>> create_gather(const ir::Node& node, const CpuOptions& o) {
   (void)o;
-  const ops::OpSchema* reference = ops::OpRegistry::global().find(node.domain, node.op_type, node.opset);
-  if (!reference) return Status::unsupported(node.label() + ": no reference kernel to fall back on");
+  FERRY_ASSIGN_OR_RETURN(const ops::OpSchema* reference, reference_kernel_of(node));
   return std::unique_ptr<Kernel>(std::make_unique<GatherKernel>(node, *reference));
 }
 

@@ -245,6 +245,12 @@ Tensor rounded_to_bf16(const Tensor& t) {
   return r;
 }
 
+Result<const ops::OpSchema*> reference_kernel_of(const ir::Node& node) {
+  const ops::OpSchema* reference = ops::OpRegistry::global().find(node.domain, node.op_type, node.opset);
+  if (!reference) return Status::unsupported(node.label() + ": no reference kernel to fall back on");
+  return reference;
+}
+
 Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx,
                               const std::vector<int>& round_bf16) {
   auto rounds = [&](int i) { return std::find(round_bf16.begin(), round_bf16.end(), i) != round_bf16.end(); };

@@ -106,6 +106,9 @@ Result<Tensor> make_tensor_zeroed(DType t, const std::vector<int64_t>& dims, con
 // the memory it is reordered into).
 Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::vector<int64_t>& dims,
                           const dnnl::memory::desc& md, bool keep_blocked = false);
+// The op's reference kernel, which a cpu kernel runs for what it does not cover (and whose errors word
+// bad inputs as the op does); an error when the node has none.
+Result<const ops::OpSchema*> reference_kernel_of(const ir::Node& node);
 // A layout-aware kernel's fallback: the op's reference kernel on ctx, with every tensor input that arrived
 // in a oneDNN layout made plain first (the reference kernels read plain bytes).
 // `round_bf16`: inputs (float32) that are rounded to bf16 values in those copies, for a native-bf16 kernel

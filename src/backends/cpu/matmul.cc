@@ -149,8 +149,7 @@ class MatMulKernel : public Kernel {
       FERRY_ASSIGN_OR_RETURN(ops_, read_post_ops(node_));
       if (sum_index(ops_) >= 0) z_input_ = 3;
     }
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     const ir::Value* b = node_.inputs[1];
     if (b->is_constant() && b->initializer.is_plain()) const_b_ = b->initializer;
     if (bias_input_ >= 0) {

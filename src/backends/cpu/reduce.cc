@@ -117,8 +117,7 @@ class ReduceKernel : public Kernel {
   bool accepts_layouts() const override { return true; }
 
   Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     in_ = static_dims(*node_.inputs[0]->shape);
     out_ = static_dims(*node_.outputs[0]->shape);
     const int first = first_reduced_axis(node_, in_, out_);

@@ -16,8 +16,7 @@ class ShapePreparedKernel : public Kernel {
   // Finds the reference kernel; prepares right away when input 0's shape is static, so a static graph's
   // runs only execute.
   Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     const ir::Value* x = node_.inputs[0];
     if (x->shape && is_static(*x->shape)) (void)ready_for(static_dims(*x->shape));
     return Status();

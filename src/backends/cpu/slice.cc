@@ -54,8 +54,7 @@ class SliceKernel : public Kernel {
   bool accepts_layouts() const override { return true; }
 
   Status init() {
-    reference_ = ops::OpRegistry::global().find(node_.domain, node_.op_type, node_.opset);
-    if (!reference_) return Status::unsupported(node_.label() + ": no reference kernel to fall back on");
+    FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     return Status();
   }
 

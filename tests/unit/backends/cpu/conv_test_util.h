@@ -135,4 +135,18 @@ inline void expect_close(const Tensor& a, const Tensor& b, float tol = 1e-4f, co
   }
 }
 
+// Runs `g`, whose first node the cpu backend must take, on the cpu and the reference backends with
+// `inputs`, and expects their first outputs to agree (expect_close with `tol`; 0: exactly).
+inline void expect_cpu_matches_reference(const ir::Graph& g, const std::vector<Tensor>& inputs, float tol,
+                                         const std::string& what) {
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+  ASSERT_TRUE((*backend)->supports(*g.nodes[0])) << what;
+  auto cpu = run_graph(g, "cpu", inputs);
+  auto ref = run_graph(g, "reference", inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  expect_close((*cpu)[0], (*ref)[0], tol, what);
+}
+
 }  // namespace ferry::backends::cpu::testing

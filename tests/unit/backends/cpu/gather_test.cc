@@ -86,15 +86,7 @@ TEST_P(CpuGatherCases, MatchesReference) {
   Tensor idx(DType::kInt64, c.scalar_index ? std::vector<int64_t>{} : std::vector<int64_t>{1});
   idx.data<int64_t>()[0] = c.index;
   g.output(g.node("Gather", {g.input("x", c.x), g.constant(idx)}, {{"axis", int_attr(c.axis)}}, 13));
-  ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
-  ASSERT_TRUE((*backend)->supports(*graph.nodes[0]));
-  const Tensor x = random_tensor(c.x, 5);
-  auto cpu = run_graph(graph, "cpu", {x});
-  auto ref = run_graph(graph, "reference", {x});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-  expect_close((*cpu)[0], (*ref)[0], 0.f, c.name);
+  expect_cpu_matches_reference(g.finish(), {random_tensor(c.x, 5)}, 0.f, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -26,16 +26,9 @@ TEST_P(CpuInstanceNormCases, MatchesReference) {
   g.output(g.node("InstanceNormalization",
                   {g.input("x", c.x), g.constant(random_tensor({channels}, 11)), g.constant(random_tensor({channels}, 12))},
                   a, 6));
-  ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
-  ASSERT_TRUE((*backend)->supports(*graph.nodes[0]));
   Tensor x = random_tensor(c.x, 13);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] += c.offset;
-  auto cpu = run_graph(graph, "cpu", {x});
-  auto ref = run_graph(graph, "reference", {x});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-  expect_close((*cpu)[0], (*ref)[0], 1e-5f, c.name);
+  expect_cpu_matches_reference(g.finish(), {x}, 1e-5f, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -19,15 +19,7 @@ TEST_P(CpuTransposeCases, MatchesReference) {
   Attrs a;
   if (!c.perm.empty()) a["perm"] = ints_attr(c.perm);
   g.output(g.node("Transpose", {g.input("x", c.x)}, a, 13));
-  ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
-  ASSERT_TRUE((*backend)->supports(*graph.nodes[0]));
-  Tensor x = random_tensor(c.x, 3);
-  auto cpu = run_graph(graph, "cpu", {x});
-  auto ref = run_graph(graph, "reference", {x});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-  expect_close((*cpu)[0], (*ref)[0], 0.f, c.name);  // a copy: exact
+  expect_cpu_matches_reference(g.finish(), {random_tensor(c.x, 3)}, 0.f, c.name);  // a copy: exact
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -67,15 +59,7 @@ TEST_P(CpuSliceCases, MatchesReference) {
   if (!c.axes.empty() || !c.steps.empty()) ins.push_back(g.constant(ints(c.axes)));
   if (!c.steps.empty()) ins.push_back(g.constant(ints(c.steps)));
   g.output(g.node("Slice", ins, {}, 13));
-  ir::Graph& graph = g.finish();
-  auto backend = make_backend("cpu");
-  ASSERT_TRUE((*backend)->supports(*graph.nodes[0]));
-  Tensor x = random_tensor(c.x, 4);
-  auto cpu = run_graph(graph, "cpu", {x});
-  auto ref = run_graph(graph, "reference", {x});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-  expect_close((*cpu)[0], (*ref)[0], 0.f, c.name);
+  expect_cpu_matches_reference(g.finish(), {random_tensor(c.x, 4)}, 0.f, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
