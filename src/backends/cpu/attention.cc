@@ -6,7 +6,8 @@
 // with V. The score block lives in a buffer the kernel keeps between runs. A mask broadcast oneDNN's
 // matmul rejects is added by a loop before the softmax. Unsupported shapes run the reference kernel.
 //
-// Long sequences without a mask go through in blocks of query rows (the same three primitives on a
+// Unmasked fp32 attention whose scores pass 1 MB per item runs in row tiles, one per thread
+// (attention_tiles.h). Other long sequences without a mask go through in blocks of query rows (the same three primitives on a
 // block, a tail block's own): whisper's encoder has 6 x 1500 x 1500 scores, 54 MB written, read by the
 // softmax, written and read again, where a 112-row block's 4 MB stays closer (its 4 attentions: 80 ->
 // 48 ms at batch 1 on 2 threads; 1 MB blocks of 16 rows were too small for the matmuls: 77 ms).
@@ -28,6 +29,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "backends/cpu/attention_tiles.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
 #include "ops/util/nn_common.h"
@@ -103,6 +105,7 @@ struct AttnPlan {
   Tensor probs;           // bf16: one block's probabilities
   Tensor q16, y32;        // bf16: one block's Q, converted, and (rows blocked) its Y before the copy
   Tensor k16, v16;        // bf16: the whole K and V converted, each run
+  std::unique_ptr<AttentionTiles> tiles;  // long unmasked fp32 attention: a tile of rows per thread
 };
 
 // Scores beyond this many bytes go through in blocks of rows that keep about kBlockScoreBytes.
@@ -132,7 +135,9 @@ class AttentionKernel : public Kernel {
   }
 
   // ":bf16" once a plan runs its matmuls in bf16.
-  std::string name() const override { return bf16_planned_ ? "cpu:onednn:attention:bf16" : "cpu:onednn:attention"; }
+  std::string name() const override {
+    return bf16_planned_ ? "cpu:onednn:attention:bf16" : tiles_planned_ ? "cpu:onednn:attention:tiles" : "cpu:onednn:attention";
+  }
   // Q, K and V in bf16 storage (the head-split Transposes' bf16 results, layout.h) are read as they are
   // by a bf16 plan; any other layout is made plain.
   bool accepts_layouts() const override { return true; }
@@ -171,6 +176,10 @@ class AttentionKernel : public Kernel {
       }
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    if (p->tiles) {
+      p->tiles->run(q->data<float>(), k->data<float>(), v->data<float>(), y->data<float>());
+      return Status();
+    }
     const bool bf16 = p->in_type == dt::bf16;
     const bool q_bf16 = bf16 && dense_bf16(*q);
     if (bf16 && !dense_bf16(*k)) reorder(as_memory(*k, dense(p->k)), as_memory(p->k16, dense(p->k, dt::bf16)));
@@ -310,6 +319,14 @@ class AttentionKernel : public Kernel {
     }
     plan->items = batch_n;
     plan->group = group;
+    if (plan->flat && !bf16_ && AttentionTiles::worth_it(S, T)) {
+      plan->tiles = AttentionTiles::make(batch_n, S, T, D, Dv, scale, nan_to_zero_);
+      if (plan->tiles) {
+        tiles_planned_ = true;
+        plans_.push_back(std::move(plan));
+        return plans_.back().get();
+      }
+    }
     if (maskd) {
       std::vector<int64_t> mx(r - md_dims.size(), 1);
       mx.insert(mx.end(), md_dims.begin(), md_dims.end());
@@ -433,6 +450,7 @@ class AttentionKernel : public Kernel {
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
   bool nan_to_zero_;  // the probabilities' NaNs become 0 (the attribute nan_to_zero)
   bool bf16_planned_ = false;
+  bool tiles_planned_ = false;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<std::unique_ptr<AttnPlan>> plans_;
 };

@@ -51,6 +51,42 @@ void SoftmaxColumnsF32(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64
   }
 }
 
+// x[i] = exp(x[i] - max(x)) in place over one row; returns the sum of the results. A row holding a NaN,
+// or whose max is +-inf (exp(inf - inf) is NaN for the reference too), becomes NaN and sums to NaN: Exp
+// is not asked for what NaN operands give.
+float ExpMinusMaxF32(float* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto vm = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto nan = hn::Zero(d);
+  size_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto v = hn::LoadU(d, x + j);
+    vm = hn::Max(vm, v);
+    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(d, vm));
+  bool has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
+  for (; j < n; ++j) {
+    has_nan = has_nan || std::isnan(x[j]);
+    m = std::max(m, x[j]);
+  }
+  if (has_nan || !std::isfinite(m)) {
+    std::fill(x, x + n, std::numeric_limits<float>::quiet_NaN());
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  const auto shift = hn::Set(d, m);
+  auto sum = hn::Zero(d);
+  for (j = 0; j + N <= n; j += N) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + j), shift));
+    hn::StoreU(e, d, x + j);
+    sum = hn::Add(sum, e);
+  }
+  float s = hn::GetLane(hn::SumOfLanes(d, sum));
+  for (; j < n; ++j) s += (x[j] = std::exp(x[j] - m));
+  return s;
+}
+
 size_t LanesF32() { return hn::Lanes(hn::ScalableTag<float>()); }
 
 }  // namespace ferry::backends::cpu::HWY_NAMESPACE
@@ -61,6 +97,9 @@ namespace ferry::backends::cpu {
 
 HWY_EXPORT(SoftmaxColumnsF32);
 HWY_EXPORT(LanesF32);
+HWY_EXPORT(ExpMinusMaxF32);
+
+float vec_exp_minus_max(float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(ExpMinusMaxF32)(x, n); }
 
 void vec_softmax_strided(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log) {
   const int64_t lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(LanesF32)());

@@ -1,6 +1,7 @@
 // The cpu backend's FusedAttention, Softmax / LogSoftmax and LayerNormalization against the reference
 // backend: 3-D and 4-D attention with and without (broadcast) masks, S != T, D != Dv, odd sizes;
 // softmax on each axis and with pre-13 2-D coercion; layer norm over one and two trailing axes.
+#include <cmath>
 #include <limits>
 
 #include "unit/backends/cpu/conv_test_util.h"
@@ -184,6 +185,51 @@ TEST(CpuAttention, NanToZeroZeroesFullyMaskedRows) {
         EXPECT_EQ((*ref)[0].data<float>()[(item * S + 2) * D + d], 0.f) << "item " << item;
       }
     expect_close(y, (*ref)[0], bf16 ? 1.f / 256 : 1e-4f, bf16 ? "nan_to_zero bf16" : "nan_to_zero fp32");
+  }
+}
+
+// Unmasked fp32 attention past 8 MB of scores runs in row tiles, one per thread (attention_tiles.h):
+// whole tiles with a tail tile (S 810: 128-row tiles and 42 rows), tiles dividing S (1000: 125 rows),
+// several items per thread with K and V reordered per item, and Dv != D. With nan_to_zero a Q row
+// holding NaN gives a zero Y row as in the reference; without it that row is NaN and no other row is.
+TEST(CpuAttention, LongUnmaskedFp32RunsInRowTiles) {
+  struct Long {
+    std::vector<int64_t> q, k, v;
+  };
+  for (const Long& c : {Long{{1, 4, 810, 16}, {1, 4, 800, 16}, {1, 4, 800, 16}},
+                        Long{{3, 1000, 8}, {3, 1000, 8}, {3, 1000, 24}},
+                        Long{{7, 300, 8}, {7, 1500, 8}, {7, 1500, 12}}}) {
+    for (int nan_to_zero : {0, 1}) {
+      GraphBuilder g;
+      std::vector<ir::Value*> ins{g.input("q", c.q), g.input("k", c.k), g.input("v", c.v)};
+      std::vector<Tensor> inputs{random_tensor(c.q, 1), random_tensor(c.k, 2), random_tensor(c.v, 3)};
+      const int64_t S = c.q[c.q.size() - 2], D = c.q.back(), Dv = c.v.back();
+      const int64_t nan_row = S + 5;  // in the second item
+      inputs[0].data<float>()[nan_row * D + 3] = std::numeric_limits<float>::quiet_NaN();
+      Attrs a;
+      a["nan_to_zero"] = passes::make_int(nan_to_zero);
+      g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
+      ir::Graph& graph = g.finish();
+      const std::string what = dims_to_string(c.q) + " nan_to_zero " + std::to_string(nan_to_zero);
+      auto backend = make_backend("cpu");
+      auto k = (*backend)->create_kernel(*graph.nodes[0]);
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      EXPECT_EQ((*k)->name(), "cpu:onednn:attention:tiles") << what;
+      auto cpu = run_graph(graph, "cpu", inputs);
+      ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+      Tensor y = (*cpu)[0];
+      for (int64_t j = 0; j < Dv; ++j) {
+        const float yj = y.data<float>()[nan_row * Dv + j];
+        if (nan_to_zero) EXPECT_EQ(yj, 0.f) << what;
+        else EXPECT_TRUE(std::isnan(yj)) << what;
+      }
+      // The other rows against the reference (the NaN row set to 0 in both).
+      auto ref = run_graph(graph, "reference", inputs);
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+      Tensor r = (*ref)[0];
+      for (int64_t j = 0; j < Dv; ++j) y.data<float>()[nan_row * Dv + j] = r.data<float>()[nan_row * Dv + j] = 0.f;
+      expect_close(y, r, 1e-4f, what);
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 #include <hwy/targets.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "unit/backends/cpu/conv_test_util.h"
 
@@ -45,6 +47,44 @@ TEST(VecSoftmax, MatchesADoubleLoopOnEveryTarget) {
   }
   hwy::SetSupportedTargetsForTest(0);
   EXPECT_GE(targets, 2);
+}
+
+// vec_exp_minus_max (FusedAttention's row tiles) on every target: exp(x - max) and its sum against
+// doubles, for rows shorter than a vector, not a whole number of vectors, with values far enough below
+// the max to underflow to 0 (-1e4, -3e38, -inf); and a NaN anywhere, or a max of +-inf, gives a NaN
+// row and a NaN sum.
+TEST(VecSoftmax, ExpMinusMaxOnEveryTarget) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (int64_t n : {1, 7, 16, 37, 1500}) {
+      Tensor x = random_tensor({n}, 5);
+      float* p = x.data<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] *= 30.f;
+      if (n > 3) p[1] = -1e4f, p[2] = -3e38f, p[3] = -inf;
+      std::vector<float> y(p, p + n);
+      const float sum = vec_exp_minus_max(y.data(), static_cast<size_t>(n));
+      double m = -INFINITY, want_sum = 0;
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, double(p[i]));
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(double(p[i]) - m);
+        want_sum += want;
+        ASSERT_NEAR(y[i], want, 2e-6 * std::max(1.0, want)) << "n " << n << " at " << i;
+      }
+      EXPECT_NEAR(sum, want_sum, 2e-6 * want_sum) << "n " << n;
+      for (int64_t bad : {0, 1, 2}) {
+        for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+          std::vector<float> z(p, p + n);
+          z[at] = bad == 0 ? std::numeric_limits<float>::quiet_NaN() : bad == 1 ? inf : -inf;
+          if (bad == 2) std::fill(z.begin(), z.end(), -inf);  // every value -inf: max - max is NaN
+          EXPECT_TRUE(std::isnan(vec_exp_minus_max(z.data(), static_cast<size_t>(n)))) << "n " << n << " bad " << bad;
+          for (float v : z) ASSERT_TRUE(std::isnan(v)) << "n " << n << " bad " << bad;
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace
