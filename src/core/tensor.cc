@@ -15,12 +15,12 @@ namespace {
 std::atomic<int64_t> g_max_tensor_bytes{int64_t{16} << 30};
 thread_local int64_t t_budget_bytes = 0;  // ScopedTensorBudget; 0: none
 
-std::shared_ptr<void> allocate(size_t bytes) {
+std::shared_ptr<void> allocate(size_t bytes, bool zero = true) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
+  if (zero) std::memset(p, 0, rounded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 }  // namespace
@@ -39,7 +39,11 @@ void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes); }
 ScopedTensorBudget::ScopedTensorBudget(int64_t bytes) : previous_(t_budget_bytes) { t_budget_bytes = bytes; }
 ScopedTensorBudget::~ScopedTensorBudget() { t_budget_bytes = previous_; }
 
-Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims) {
+Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims) { return create(dtype, std::move(dims), true); }
+
+Result<Tensor> Tensor::create_uninit(DType dtype, std::vector<int64_t> dims) { return create(dtype, std::move(dims), false); }
+
+Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims, bool zero) {
   if (dtype == DType::kUndefined) return Status::invalid("cannot create a tensor of undefined dtype");
   FERRY_ASSIGN_OR_RETURN(int64_t n, checked_numel(dims));
   int64_t limit = max_tensor_bytes();
@@ -52,7 +56,14 @@ Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims) {
                              (budget_limits ? "the session's memory budget of " + gib_text(static_cast<double>(limit)) +
                                                   " GiB (--max-memory)"
                                             : "the " + std::to_string(limit >> 30) + " GiB limit per tensor"));
-  return Tensor(dtype, std::move(dims));
+  if (zero) return Tensor(dtype, std::move(dims));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = n;
+  t.storage_ = allocate(t.nbytes(), false);
+  t.data_ = t.storage_.get();
+  return t;
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {

@@ -47,6 +47,9 @@ class Tensor {
 
   // Zero-filled tensor; fails on negative dims, overflow, or sizes past max_tensor_bytes().
   static Result<Tensor> create(DType dtype, std::vector<int64_t> dims);
+  // Like create() without the zero fill, for a kernel's output that it writes whole: memset of a
+  // recycled 3 MB buffer before the kernel wrote it again was a third of gpt2_past's Concat time.
+  static Result<Tensor> create_uninit(DType dtype, std::vector<int64_t> dims);
   // Like create() for sizes the caller already validated; throws std::bad_alloc only on real OOM.
   Tensor(DType dtype, std::vector<int64_t> dims);
   // Wraps external memory (e.g. an mmap'd weight section); `keep_alive` owns it.
@@ -106,6 +109,7 @@ class Tensor {
   Result<Tensor> plain() const;
 
  private:
+  static Result<Tensor> create(DType dtype, std::vector<int64_t> dims, bool zero);
   std::shared_ptr<const TensorLayout> layout_;
   DType dtype_ = DType::kUndefined;
   std::vector<int64_t> dims_;

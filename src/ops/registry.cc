@@ -78,8 +78,9 @@ Result<Tensor*> KernelContext::allocate(int i, DType dtype, std::vector<int64_t>
       return &outputs_[i].tensor;
     }
   }
-  // Without a slot memory always comes zeroed (uninit saves nothing there).
-  FERRY_ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, std::move(dims)));
+  // Without a slot (graph outputs) the memory comes from the allocator: zeroed only where asked for
+  // (recycled buffers are not fresh pages, and a zero fill costs as much as the kernel's own writes).
+  FERRY_ASSIGN_OR_RETURN(Tensor t, zero ? Tensor::create(dtype, std::move(dims)) : Tensor::create_uninit(dtype, std::move(dims)));
   outputs_[i] = RtValue(std::move(t));
   return &outputs_[i].tensor;
 }

@@ -275,10 +275,17 @@ TEST(KernelContextSlot, AllocateUsesTheSlotWhenItFits) {
     EXPECT_FALSE(bad.ok());
   }
   {
-    ops::KernelContext ctx(*n, {}, nullptr);  // no slot: zeroed own memory, also for uninit
-    auto t = ctx.allocate_output_uninit(0, DType::kFloat32, {3});
+    // No slot: own memory, zeroed for allocate_output; allocate_output_uninit leaves it as the allocator
+    // gave it (the kernel writes it whole), so only its size is checked.
+    ops::KernelContext ctx(*n, {}, nullptr);
+    auto t = ctx.allocate_output(0, DType::kFloat32, {3});
     ASSERT_TRUE(t.ok());
     EXPECT_EQ((*t)->data<float>()[2], 0);
+    auto u = ctx.allocate_output_uninit(0, DType::kFloat32, {5});
+    ASSERT_TRUE(u.ok());
+    EXPECT_EQ((*u)->numel(), 5);
+    EXPECT_NE((*u)->raw(), nullptr);
+    EXPECT_FALSE(ctx.allocate_output_uninit(0, DType::kFloat32, {-1}).ok());
   }
 }
 
