@@ -1,8 +1,8 @@
 """What bounds each benchmark row where ferry is slower than the best peer: one line per row, measured.
 
-    bench/bounds.py bench/results/DATE.json [--over 1.0] [--runs 10] [--out bench/results/DATE-bounds.md]
+    bench/bounds.py bench/results/DATE.json [--over 1.0] [--upto R] [--runs 10] [--out bench/results/DATE-bounds.md]
 
-For every row of a harness run whose ferry / best-peer ratio is over --over, runs bench/breakdown.py's
+For every row of a harness run whose ferry / best-peer ratio is over --over (and at most --upto), runs bench/breakdown.py's
 three profiles (ferry profile, ONNX Runtime's and OpenVINO's profilers, same inputs, same threads) at
 that row's batch, sorts each runtime's kernels into classes (convolution, matmul/attention, pooling,
 normalization, layout/reorder, other elementwise and data movement), and names the class where ferry
@@ -74,13 +74,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="a harness run's JSON (bench/results/DATE.json)")
     ap.add_argument("--over", type=float, default=1.0, help="rows with ferry / best peer above this (default 1.0)")
+    ap.add_argument("--upto", type=float, help="and at most this (a band of rows, e.g. 1.00 to 1.10)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ferry", default=os.path.join(breakdown.ROOT, "build", "ferry"))
     ap.add_argument("--out", help="Markdown file to write (default: RESULTS with -bounds.md)")
     a = ap.parse_args()
     with open(a.results) as f:
-        rows = [r for r in json.load(f)["table"] if (r.get("best_ratio") or 0) > a.over]
+        rows = [r for r in json.load(f)["table"]
+                if (r.get("best_ratio") or 0) > a.over and (a.upto is None or r["best_ratio"] <= a.upto)]
     rows.sort(key=lambda r: -r["best_ratio"])  # the worst first: an interrupted run has measured those
     out = a.out or a.results[: -len(".json")] + "-bounds.md"
     found = []
