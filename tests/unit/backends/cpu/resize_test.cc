@@ -84,6 +84,11 @@ INSTANTIATE_TEST_SUITE_P(
                    {1, 1, 5, 7},
                    {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f}},
         ResizeCase{"linear_1d_last_axis", {3, 17}, mode("linear", "asymmetric"), {1, 2.5f}},
+        // The last axis upsampled runs first (the others' passes then write the output): a segmentation
+        // head's 8x bilinear upsampling, cubic taps up on both axes, trilinear on three.
+        ResizeCase{"linear_x8_segmentation_head", {2, 3, 9, 9}, mode("linear", "half_pixel"), {1, 1, 8, 8}},
+        ResizeCase{"cubic_up_both_axes", {1, 2, 5, 6}, mode("cubic", "half_pixel"), {1, 1, 2.5f, 3}},
+        ResizeCase{"trilinear_up", {1, 2, 3, 4, 5}, mode("linear", "align_corners"), {1, 1, 2, 1.5f, 3}},
         ResizeCase{"upsample9_nearest", {1, 2, 3, 4}, {{"mode", string_attr("nearest")}}, {1, 1, 2, 3}, {}, {}, 9,
                    "Upsample"}),
     [](const ::testing::TestParamInfo<ResizeCase>& i) { return i.param.name; });
