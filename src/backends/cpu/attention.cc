@@ -177,8 +177,7 @@ class AttentionKernel : public Kernel {
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
     if (p->tiles) {
-      p->tiles->run(q->data<float>(), k->data<float>(), v->data<float>(), y->data<float>());
-      return Status();
+      return p->tiles->run(q->data<float>(), k->data<float>(), v->data<float>(), y->data<float>());
     }
     const bool bf16 = p->in_type == dt::bf16;
     const bool q_bf16 = bf16 && dense_bf16(*q);

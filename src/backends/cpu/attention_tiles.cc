@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "backends/cpu/layout.h"
@@ -69,8 +70,15 @@ std::unique_ptr<AttentionTiles> AttentionTiles::make(int64_t items, int64_t S, i
   try {
     a->block_ = a->make_stage(a->rows_, scale);
     if (S % a->rows_ != 0) a->tail_ = a->make_stage(S % a->rows_, scale);
-    a->k_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), a->kt_plain_, engine(), a->kt_blocked_));
-    a->v_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), a->v_plain_, engine(), a->v_blocked_));
+    // On the threads' own scratchpads like the matmuls (the library's is not for concurrent use).
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    for (auto [from, to, prim] : {std::tuple{&a->kt_plain_, &a->kt_blocked_, &a->k_reorder_},
+                                  std::tuple{&a->v_plain_, &a->v_blocked_, &a->v_reorder_}}) {
+      dnnl::reorder::primitive_desc pd(engine(), *from, engine(), *to, attr);
+      a->scratchpad_bytes_ = std::max(a->scratchpad_bytes_, pd.scratchpad_desc().get_size());
+      *prim = dnnl::reorder(pd);
+    }
   } catch (const dnnl::error&) {
     return nullptr;  // no such primitive (or only the reference matmul): the batched path runs it
   }
@@ -115,33 +123,49 @@ AttentionTiles::ThreadState& AttentionTiles::state_of(int thread) {
   return *ts;
 }
 
-void AttentionTiles::run(const float* q, const float* k, const float* v, float* y) {
+Status AttentionTiles::run(const float* q, const float* k, const float* v, float* y) {
   const int threads = std::max(1, omp_get_max_threads());
   if (static_cast<int>(threads_.size()) < threads) threads_.resize(threads);
   for (int t = 0; t < threads; ++t) {
     state_of(t).item = -1;  // K and V are this run's
   }
   const int64_t tiles = (S_ + rows_ - 1) / rows_, tasks = items_ * tiles;
+  std::string failed;  // a oneDNN error on any thread (exceptions must not leave the parallel region)
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     ThreadState& ts = *threads_[t];
-    // Contiguous tasks, item-major: a thread moves to a new item (and reorders its K and V) rarely.
-    for (int64_t task = tasks * t / nt; task < tasks * (t + 1) / nt; ++task) {
-      const int64_t item = task / tiles, row = (task % tiles) * rows_;
-      if (item != ts.item) {
-        dnnl::memory k_src(kt_plain_, engine(), const_cast<float*>(k + item * T_ * D_));
-        dnnl::memory k_dst(kt_blocked_, engine(), ts.k_blocked.data());
-        dnnl::memory v_src(v_plain_, engine(), const_cast<float*>(v + item * T_ * Dv_));
-        dnnl::memory v_dst(v_blocked_, engine(), ts.v_blocked.data());
-        k_reorder_.execute(ts.stream, k_src, k_dst);
-        v_reorder_.execute(ts.stream, v_src, v_dst);
-        ts.item = item;
+    try {
+      // Contiguous tasks, item-major: a thread moves to a new item (and reorders its K and V) rarely.
+      for (int64_t task = tasks * t / nt; task < tasks * (t + 1) / nt; ++task) {
+        const int64_t item = task / tiles, row = (task % tiles) * rows_;
+        if (item != ts.item) {
+          std::unordered_map<int, dnnl::memory> args{
+              {DNNL_ARG_FROM, dnnl::memory(kt_plain_, engine(), const_cast<float*>(k + item * T_ * D_))},
+              {DNNL_ARG_TO, dnnl::memory(kt_blocked_, engine(), ts.k_blocked.data())}};
+          if (scratchpad_bytes_ > 0) args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_of(ts));
+          k_reorder_.execute(ts.stream, args);
+          args[DNNL_ARG_FROM] = dnnl::memory(v_plain_, engine(), const_cast<float*>(v + item * T_ * Dv_));
+          args[DNNL_ARG_TO] = dnnl::memory(v_blocked_, engine(), ts.v_blocked.data());
+          v_reorder_.execute(ts.stream, args);
+          ts.stream.wait();
+          ts.item = item;
+        }
+        const Stage& st = S_ - row >= rows_ ? block_ : tail_;
+        run_tile(ts, st, q + (item * S_ + row) * D_, y + (item * S_ + row) * Dv_);
       }
-      const Stage& st = S_ - row >= rows_ ? block_ : tail_;
-      run_tile(ts, st, q + (item * S_ + row) * D_, y + (item * S_ + row) * Dv_);
+    } catch (const dnnl::error& e) {
+#pragma omp critical(ferry_attention_tiles_error)
+      failed = e.what();
     }
   }
+  if (!failed.empty()) return Status::internal("FusedAttention: oneDNN failed in a row tile: " + failed);
+  return Status();
+}
+
+dnnl::memory AttentionTiles::scratchpad_of(ThreadState& ts) const {
+  return dnnl::memory(md({static_cast<int64_t>(scratchpad_bytes_)}, dt::u8, dnnl::memory::format_tag::a), engine(),
+                      ts.scratchpad.data());
 }
 
 void AttentionTiles::run_tile(ThreadState& ts, const Stage& st, const float* q, float* y) const {
@@ -151,10 +175,7 @@ void AttentionTiles::run_tile(ThreadState& ts, const Stage& st, const float* q, 
       {DNNL_ARG_SRC, dnnl::memory(dense2(rows, D_), engine(), const_cast<float*>(q))},
       {DNNL_ARG_WEIGHTS, dnnl::memory(kt_blocked_, engine(), ts.k_blocked.data())},
       {DNNL_ARG_DST, scores}};
-  if (scratchpad_bytes_ > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl::memory(md({static_cast<int64_t>(scratchpad_bytes_)}, dt::u8, dnnl::memory::format_tag::a),
-                              engine(), ts.scratchpad.data()));
+  if (scratchpad_bytes_ > 0) args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_of(ts));
   st.qk.execute(ts.stream, args);
   ts.stream.wait();
   for (int64_t r = 0; r < rows; ++r) {

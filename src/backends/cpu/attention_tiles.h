@@ -29,7 +29,8 @@ class AttentionTiles {
   // Whether attention of this size goes through tiles: an item's fp32 scores [S, T] beyond 1 MB.
   static bool worth_it(int64_t S, int64_t T);
 
-  void run(const float* q, const float* k, const float* v, float* y);
+  // An error where oneDNN throws on a thread.
+  Status run(const float* q, const float* k, const float* v, float* y);
   int64_t tile_rows() const { return rows_; }
 
  private:
@@ -47,6 +48,7 @@ class AttentionTiles {
   Stage make_stage(int64_t rows, float scale);
   void run_tile(ThreadState& ts, const Stage& st, const float* q, float* y) const;
   ThreadState& state_of(int thread);
+  dnnl::memory scratchpad_of(ThreadState& ts) const;  // the thread's, as a u8 memory of scratchpad_bytes_
 
   int64_t items_ = 0, S_ = 0, T_ = 0, D_ = 0, Dv_ = 0, rows_ = 0;
   bool nan_to_zero_ = false;
