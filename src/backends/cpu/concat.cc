@@ -88,6 +88,22 @@ struct Affine {
   std::vector<Act> acts;
 };
 
+// Elements [j, end) of one channel block in a B-lane blocked layout (nChw16c: pixel after pixel of B
+// channels): s and t are the block's B scales and shifts, the same vector for every pixel. Whole pixels
+// go through a B-wide simd loop; the per-element `k % B` indexing it replaces ran the first BatchNorm of
+// maxvit_t ([8, 64, 112, 112] in nChw16c) at 0.65 G elements/s.
+template <int B, class First>
+void affine_blocked(const float* __restrict s, const float* __restrict t, const float* __restrict src,
+                    float* __restrict dst, int64_t j, int64_t end, First first) {
+  int64_t k = j;
+  for (; k < end && k % B != 0; ++k) dst[k] = first(src[k] * s[k % B] + t[k % B]);
+  for (; k + B <= end; k += B) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) dst[k + l] = first(src[k + l] * s[l] + t[l]);
+  }
+  for (; k < end; ++k) dst[k] = first(src[k] * s[k % B] + t[k % B]);
+}
+
 // dst[j] = act(src[j] * scale[c] + shift[c]) for run elements [b, e) (see RunCopy for their channels),
 // one branch-free `omp simd` loop per layout (GCC's -O2 does not vectorize loops that need a remainder);
 // `first` is the chain's first activation when it is a clip (Relu), applied in the same loop.
@@ -111,8 +127,11 @@ void affine_loops(const RunCopy& c, const Affine& f, const float* __restrict src
       const float s = sc[c0], t = sh[c0];
 #pragma omp simd
       for (int64_t k = j; k < end; ++k) dst[k] = first(src[k] * s + t);
+    } else if (c.block == 16) {
+      affine_blocked<16>(sc + c0, sh + c0, src, dst, j, end, first);
+    } else if (c.block == 8) {
+      affine_blocked<8>(sc + c0, sh + c0, src, dst, j, end, first);
     } else {
-#pragma omp simd
       for (int64_t k = j; k < end; ++k) dst[k] = first(src[k] * sc[c0 + k % c.block] + sh[c0 + k % c.block]);
     }
     j = end;

@@ -157,7 +157,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // pieces of two pixels each over three inputs (a row of 7200 channels); the 1x1
                       // convolution reading them sums 7200 terms (9e-4 apart from the reference at AVX2)
                       NormCase{"wide_rows", {1, 1200, 3, 3}, 3000, 3000, {"LeakyRelu"}, {0.2f}, {0.f}, 2e-3f},
-                      NormCase{"rank3", {2, 24, 17}, 0, 0, {"Clip"}, {-0.2f}, {0.3f}}),
+                      NormCase{"rank3", {2, 24, 17}, 0, 0, {"Clip"}, {-0.2f}, {0.3f}},
+                      // a Winograd 3x3 convolution's channel-blocked result (nChw16c, nChw8c under AVX2)
+                      // as the output layout, 23x23 pixels: pieces that start and end inside a pixel
+                      NormCase{"channel_blocked_odd_pixels", {2, 64, 23, 23}, 0, 64, {"Relu"}, {0.f}, {0.f}}),
     [](const ::testing::TestParamInfo<NormCase>& i) { return i.param.name; });
 
 TEST(CpuConcat, MismatchedDimsAreAnError) {
