@@ -1,9 +1,12 @@
-// ReduceL2 / ReduceSumSquare / ReduceSum / ReduceMean (float32, fp32 accumulation) over
-// trailing axes, one row of contiguous values per output value: torch's F.normalize (swin_v2's cosine
-// attention: ReduceL2 over the last axis, 24 nodes on the reference kernel, 18% of the model).
+// ReduceL2 / ReduceSumSquare / ReduceSum / ReduceMean (float32, fp32 accumulation) over one block of
+// adjacent axes. Trailing axes: one row of contiguous values per output value, torch's F.normalize
+// (swin_v2's cosine attention: ReduceL2 over the last axis, 24 nodes on the reference kernel, 18% of the
+// model). Axes followed by others: [outer, reduced, tail] summed over the middle in slices of the tail
+// (SSD's L2Norm, ReduceL2 over the channels of [N, 512, 38, 38], ran on the reference kernel); over the
+// channels of a channels-last tensor, each pixel's channels are a contiguous row.
 //
 // The axes come from the `axes` attribute or constant input (none: all of them, unless
-// noop_with_empty_axes); they must be the trailing dims, size-1 dims between them allowed (mnasnet's
+// noop_with_empty_axes); they must be adjacent, size-1 dims between them allowed (mnasnet's
 // `x.mean([2, 3])`, keepdims 0). Where the axes input is not a constant they are read from the node's
 // static shapes with keepdims 1: every dim that is not 1 in X and 1 in Y (reducing a size-1 dim changes
 // nothing once another dim is reduced with it). Other axes and dynamic shapes run the reference kernel.
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/global_average.h"
@@ -52,35 +56,42 @@ int first_reduced_by_shape(const std::vector<int64_t>& in, const std::vector<int
   return first;
 }
 
-// The first reduced axis of the node when its reduced axes are the trailing dims (size-1 dims among them
-// allowed), or -1 (see the top).
-int first_reduced_axis(const ir::Node& n, const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+// The reduced axes of the node as one block [first, last] (size-1 dims inside or around it allowed), or
+// {-1, -1} (see the top). Axes read from the static shapes (a non-constant axes input) must be trailing.
+std::pair<int, int> reduced_range(const ir::Node& n, const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
   const int64_t r = static_cast<int64_t>(in.size());
   std::vector<int64_t> axes;
   if (n.has_attr("axes")) {
     axes = n.attr_ints("axes");
   } else if (n.has_input(1)) {
-    if (!n.inputs[1]->is_constant()) return n.attr_int("keepdims", 1) == 1 ? first_reduced_by_shape(in, out) : -1;
+    if (!n.inputs[1]->is_constant()) {
+      const int first = n.attr_int("keepdims", 1) == 1 ? first_reduced_by_shape(in, out) : -1;
+      return {first, first < 0 ? -1 : static_cast<int>(r) - 1};
+    }
     axes = n.inputs[1]->initializer.to_int64_vector();
   }
   if (axes.empty()) {
-    if (n.attr_int("noop_with_empty_axes", 0) != 0 || r == 0) return -1;
-    return 0;
+    if (n.attr_int("noop_with_empty_axes", 0) != 0 || r == 0) return {-1, -1};
+    return {0, static_cast<int>(r) - 1};
   }
   std::vector<bool> reduced(static_cast<size_t>(r), false);
   for (int64_t a : axes) {
-    if (a < -r || a >= r) return -1;
+    if (a < -r || a >= r) return {-1, -1};
     reduced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
   }
-  int first = -1;
+  int first = -1, last = -1;
   for (int64_t i = 0; i < r; ++i)
-    if (reduced[i]) {
-      first = static_cast<int>(i);
-      break;
+    if (reduced[i] && in[i] != 1) {
+      if (first < 0) first = static_cast<int>(i);
+      last = static_cast<int>(i);
     }
-  for (int64_t i = first; i < r; ++i)
-    if (!reduced[i] && in[i] != 1) return -1;
-  return first;
+  if (first < 0) {  // only size-1 dims reduced: a copy, as one reduction of one element per row
+    for (int64_t i = 0; i < r; ++i)
+      if (reduced[i]) return {static_cast<int>(i), static_cast<int>(i)};
+  }
+  for (int i = first; i <= last; ++i)
+    if (!reduced[i] && in[i] != 1) return {-1, -1};
+  return {first, last};
 }
 
 bool reduce_supports(const ir::Node& n, const CpuOptions& o) {
@@ -89,7 +100,7 @@ bool reduce_supports(const ir::Node& n, const CpuOptions& o) {
   const auto& xs = n.inputs[0]->shape;
   const auto& ys = n.outputs[0]->shape;
   if (!xs || !ys || !is_static(*xs) || !is_static(*ys)) return false;
-  return first_reduced_axis(n, static_dims(*xs), static_dims(*ys)) >= 0;
+  return reduced_range(n, static_dims(*xs), static_dims(*ys)).first >= 0;
 }
 
 float reduce_row(Reduction r, const float* __restrict x, int64_t n) {
@@ -120,10 +131,16 @@ class ReduceKernel : public Kernel {
     FERRY_ASSIGN_OR_RETURN(reference_, reference_kernel_of(node_));
     in_ = static_dims(*node_.inputs[0]->shape);
     out_ = static_dims(*node_.outputs[0]->shape);
-    const int first = first_reduced_axis(node_, in_, out_);
-    spatial_mean_ = r_ == Reduction::kMean && first == 2 && in_.size() >= 3;
-    rows_ = inner_ = 1;
-    for (size_t i = 0; i < in_.size(); ++i) (static_cast<int>(i) < first ? rows_ : inner_) *= in_[i];
+    const auto [first, last] = reduced_range(node_, in_, out_);
+    spatial_mean_ = r_ == Reduction::kMean && first == 2 && last == static_cast<int>(in_.size()) - 1 && in_.size() >= 3;
+    rows_ = inner_ = tail_ = 1;
+    for (size_t i = 0; i < in_.size(); ++i) {
+      const int a = static_cast<int>(i);
+      (a < first ? rows_ : a <= last ? inner_ : tail_) *= in_[i];
+    }
+    // Over the channels of a channels-last 4-D tensor (SSD's L2Norm: ReduceL2 over axis 1): each
+    // pixel's channels are one contiguous row, the output [N, 1, H, W] is in pixel order.
+    channels_of_nhwc_ = first == 1 && last == 1 && in_.size() == 4;
     return Status();
   }
 
@@ -137,28 +154,64 @@ class ReduceKernel : public Kernel {
       global_average(static_cast<const float*>(x->raw()), view, in_[1], y->data<float>());
       return Status();
     }
+    if (channels_of_nhwc_ && x->numel() > 0 && desc_of(*x) == channels_last_desc(in_)) {
+      FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_));
+      reduce_rows(static_cast<const float*>(x->raw()), y->data<float>(), in_[0] * in_[2] * in_[3], in_[1]);
+      return Status();
+    }
     Tensor plain_x;
     if (!x->is_plain()) {
       FERRY_ASSIGN_OR_RETURN(plain_x, x->plain());
       x = &plain_x;
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, out_));
-    const float* xd = x->data<float>();
-    float* yd = y->data<float>();
-    const Reduction r = r_;
-    const int64_t inner = inner_;
-#pragma omp parallel for schedule(static) if (rows_ * inner_ >= kSmallElementwise && rows_ > 1)
-    for (int64_t row = 0; row < rows_; ++row) yd[row] = reduce_row(r, xd + row * inner, inner);
+    if (tail_ == 1) reduce_rows(x->data<float>(), y->data<float>(), rows_, inner_);
+    else reduce_middle(x->data<float>(), y->data<float>());
     return Status();
   }
 
  private:
+  // y[row] = the reduction of x's row `row` of n contiguous values, rows on the threads.
+  void reduce_rows(const float* xd, float* yd, int64_t rows, int64_t n) const {
+    const Reduction r = r_;
+#pragma omp parallel for schedule(static) if (rows * n >= kSmallElementwise && rows > 1)
+    for (int64_t row = 0; row < rows; ++row) yd[row] = reduce_row(r, xd + row * n, n);
+  }
+
+  // x viewed as [rows_, inner_, tail_], reduced over the middle: each task sums a slice of kSlice tail
+  // positions over inner_ rows of them (contiguous loads, one accumulator vector per position).
+  void reduce_middle(const float* xd, float* yd) const {
+    constexpr int64_t kSlice = 256;
+    const int64_t slices = (tail_ + kSlice - 1) / kSlice, tail = tail_, inner = inner_;
+    const Reduction r = r_;
+    const bool squares = r == Reduction::kL2 || r == Reduction::kSumSquare;
+#pragma omp parallel for schedule(static) if (rows_ * inner_ * tail_ >= kSmallElementwise && rows_ * slices > 1)
+    for (int64_t task = 0; task < rows_ * slices; ++task) {
+      const int64_t o = task / slices, j0 = (task % slices) * kSlice, len = std::min(kSlice, tail - j0);
+      float acc[kSlice] = {};
+      for (int64_t a = 0; a < inner; ++a) {
+        const float* row = xd + (o * inner + a) * tail + j0;
+        if (squares) {
+#pragma omp simd
+          for (int64_t j = 0; j < len; ++j) acc[j] += row[j] * row[j];
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < len; ++j) acc[j] += row[j];
+        }
+      }
+      float* out = yd + o * tail + j0;
+      for (int64_t j = 0; j < len; ++j)
+        out[j] = r == Reduction::kL2 ? std::sqrt(acc[j]) : r == Reduction::kMean ? acc[j] / static_cast<float>(inner) : acc[j];
+    }
+  }
+
   const ir::Node& node_;
   Reduction r_;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<int64_t> in_, out_;
-  int64_t rows_ = 1, inner_ = 1;
-  bool spatial_mean_ = false;  // a mean over all axes after N and C
+  int64_t rows_ = 1, inner_ = 1, tail_ = 1;  // x as [rows_, inner_ (reduced), tail_]
+  bool spatial_mean_ = false;      // a mean over all axes after N and C
+  bool channels_of_nhwc_ = false;  // over axis 1 of a 4-D tensor, which may arrive channels-last
 };
 
 Result<std::unique_ptr<Kernel>> create_reduce(const ir::Node& node, const CpuOptions& o) {

@@ -1,4 +1,4 @@
-// The cpu backend's trailing-axes reductions (ReduceL2 / SumSquare / Sum / Mean) against the
+// The cpu backend's reductions over adjacent axes (ReduceL2 / SumSquare / Sum / Mean) against the
 // reference backend, and the shapes it leaves to the reference kernel.
 #include "unit/backends/cpu/conv_test_util.h"
 
@@ -44,8 +44,14 @@ INSTANTIATE_TEST_SUITE_P(
                       // mnasnet's x.mean([2, 3]) (keepdims 0), and the axes given unsorted and negative.
                       RCase{"mean_spatial_no_keepdims", "ReduceMean", {1, 64, 7, 7}, {2, 3}, 0},
                       RCase{"l2_negative_axes", "ReduceL2", {2, 6, 5}, {-1, -2}, 0},
-                      // Left to the reference kernel: a leading axis, a gap between axes.
-                      RCase{"leading_axis", "ReduceSum", {3, 4, 5}, {0}, 1, false},
+                      // Axes followed by others: summed over the middle in slices of the tail (SSD's
+                      // L2Norm over the channels; a tail of 2100 = 9 slices; only a size-1 axis).
+                      RCase{"leading_axis", "ReduceSum", {3, 4, 5}, {0}},
+                      RCase{"l2_channels", "ReduceL2", {2, 64, 9, 11}, {1}},
+                      RCase{"mean_middle_two", "ReduceMean", {2, 3, 4, 5, 6}, {1, 2}},
+                      RCase{"sumsquare_leading_long_tail", "ReduceSumSquare", {4, 7, 300}, {0}, 0},
+                      RCase{"l2_size1_axis_only", "ReduceL2", {2, 1, 5}, {1}},
+                      // Left to the reference kernel: a gap between axes.
                       RCase{"gap", "ReduceL2", {3, 4, 5}, {0, 2}, 1, false}),
     [](const ::testing::TestParamInfo<RCase>& i) { return i.param.name; });
 
@@ -79,6 +85,22 @@ TEST(CpuReduce, SpatialReductionsReadTheConvLayout) {
       expect_close(scope.values.at(g.outputs[0]).tensor, (*want)[0], 1e-4f, op);
     }
   }
+}
+
+// ReduceL2 over the channels of a conv's channels-last result (SSD's L2Norm after conv4_3) reads each
+// pixel's channels as a row, without making the tensor plain; against the reference.
+TEST(CpuReduce, ChannelReductionReadsTheConvLayout) {
+  GraphBuilder b;
+  ir::Value* x = b.input("x", {2, 24, 9, 7});
+  ir::Value* c = b.node("Conv", {x, b.constant(random_tensor({64, 24, 1, 1}, 1)), b.constant(random_tensor({64}, 2))}, {});
+  b.output(b.node("ReduceL2", {c}, {{"axes", ints_attr({1})}, {"keepdims", int_attr(1)}}, 11));
+  ir::Graph& g = b.finish();
+  const Tensor xt = random_tensor({2, 24, 9, 7}, 3);
+  auto got = run_graph(g, "cpu", {xt});
+  auto want = run_graph(g, "reference", {xt});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  expect_close((*got)[0], (*want)[0], 1e-4f, "ReduceL2 over the conv's channels");
 }
 
 }  // namespace
