@@ -11,7 +11,12 @@ bool plan_strided_copy(StridedView& v) {
     v.outer_rank = 0;
     return true;
   }
-  if (v.strides[r - 1] != 1 && v.dims[r - 1] != 1) return false;
+  // The innermost dim that is not 1 must be contiguous: else every run is one element (a transpose
+  // whose last output dim has size 1 and whose next one is strided, maxvit's window departition, was
+  // copied float by float), and oneDNN's reorder does better.
+  int inner = r - 1;
+  while (inner > 0 && v.dims[inner] == 1) --inner;
+  if (v.strides[inner] != 1 && v.dims[inner] != 1) return false;
   int64_t run = 1;
   int k = r;
   // Extend the run while dim k-1 continues it (its stride equals the run so far, or it has size 1).

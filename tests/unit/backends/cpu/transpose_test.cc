@@ -27,7 +27,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TCase{"reverse_2d", {7, 13}, {}}, TCase{"heads", {2, 9, 3, 8}, {0, 2, 1, 3}},
                       TCase{"kt", {2, 3, 9, 8}, {0, 1, 3, 2}}, TCase{"rot3", {4, 5, 6}, {2, 0, 1}},
                       TCase{"negative_axes", {4, 5, 6}, {-1, 0, 1}}, TCase{"identity", {3, 4}, {0, 1}},
-                      TCase{"rank6", {2, 1, 3, 2, 4, 3}, {5, 3, 1, 0, 2, 4}}, TCase{"rank1", {17}, {}}),
+                      TCase{"rank6", {2, 1, 3, 2, 4, 3}, {5, 3, 1, 0, 2, 4}}, TCase{"rank1", {17}, {}},
+                      // maxvit's window departition at its last stage: the last output dim has size 1 and
+                      // the one before it is strided (no contiguous runs; a coalesced 3-D reorder), and
+                      // unit dims between merged ones.
+                      TCase{"unit_inner_strided", {2, 3, 3, 1, 1, 40}, {0, 5, 1, 3, 2, 4}},
+                      TCase{"unit_dims_merge", {2, 1, 5, 1, 6, 7}, {0, 5, 1, 2, 3, 4}}),
     [](const ::testing::TestParamInfo<TCase>& i) { return i.param.name; });
 
 TEST(CpuTranspose, BadPermIsAnError) {
