@@ -15,7 +15,7 @@ namespace {
 std::atomic<int64_t> g_max_tensor_bytes{int64_t{16} << 30};
 thread_local int64_t t_budget_bytes = 0;  // ScopedTensorBudget; 0: none
 
-std::shared_ptr<void> allocate(size_t bytes, bool zero = true) {
+std::shared_ptr<void> allocate(size_t bytes, bool zero) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
@@ -56,20 +56,15 @@ Result<Tensor> Tensor::create(DType dtype, std::vector<int64_t> dims, bool zero)
                              (budget_limits ? "the session's memory budget of " + gib_text(static_cast<double>(limit)) +
                                                   " GiB (--max-memory)"
                                             : "the " + std::to_string(limit >> 30) + " GiB limit per tensor"));
-  if (zero) return Tensor(dtype, std::move(dims));
-  Tensor t;
-  t.dtype_ = dtype;
-  t.dims_ = std::move(dims);
-  t.numel_ = n;
-  t.storage_ = allocate(t.nbytes(), false);
-  t.data_ = t.storage_.get();
-  return t;
+  return Tensor(dtype, std::move(dims), zero);
 }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : Tensor(dtype, std::move(dims), true) {}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims, bool zero) : dtype_(dtype), dims_(std::move(dims)) {
   numel_ = 1;
   for (int64_t d : dims_) numel_ *= d;
-  storage_ = allocate(nbytes());
+  storage_ = allocate(nbytes(), zero);
   data_ = storage_.get();
 }
 

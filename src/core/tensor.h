@@ -110,6 +110,7 @@ class Tensor {
 
  private:
   static Result<Tensor> create(DType dtype, std::vector<int64_t> dims, bool zero);
+  Tensor(DType dtype, std::vector<int64_t> dims, bool zero);
   std::shared_ptr<const TensorLayout> layout_;
   DType dtype_ = DType::kUndefined;
   std::vector<int64_t> dims_;

@@ -423,7 +423,7 @@ class AttentionKernel : public Kernel {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st.q_md, plan.kt_md, st.s_md), attr, engine());
       // oneDNN 2.6 serves some mask broadcasts as a post-op only with its reference matmul (a few hundred
       // MFLOP/s): never taken, the loop adds the mask then.
-      if (with_mask && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+      if (with_mask && is_reference_impl(pd))
         throw dnnl::error(dnnl_unimplemented, "reference matmul for this mask");
       st.qk = dnnl::matmul(pd);
     };

@@ -42,11 +42,8 @@ bool is_nan_bits(float f) {
   return (u & 0x7fffffffu) > 0x7f800000u;
 }
 
-md dense2(int64_t rows, int64_t cols) { return md({rows, cols}, dt::f32, dnnl::memory::dims{cols, 1}); }
-
-bool reference_impl(const dnnl::matmul::primitive_desc& pd) {
-  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
-}
+// A dense row-major fp32 [rows, cols].
+md dense2(int64_t rows, int64_t cols) { return plain_desc(DType::kFloat32, {rows, cols}); }
 
 }  // namespace
 
@@ -98,7 +95,7 @@ AttentionTiles::Stage AttentionTiles::make_stage(int64_t rows, float scale) {
   if (scale != 1.f) qk_attr.set_output_scales(0, {scale});
   dnnl::matmul::primitive_desc qk(dnnl::matmul::desc(dense2(rows, D_), kt_w, dense2(rows, T_)), qk_attr, engine());
   dnnl::matmul::primitive_desc pv(dnnl::matmul::desc(dense2(rows, T_), v_w, dense2(rows, Dv_)), pv_attr, engine());
-  if (reference_impl(qk) || reference_impl(pv)) throw dnnl::error(dnnl_unimplemented, "reference matmul");
+  if (is_reference_impl(qk) || is_reference_impl(pv)) throw dnnl::error(dnnl_unimplemented, "reference matmul");
   if (first) {
     kt_blocked_ = qk.weights_desc();
     v_blocked_ = pv.weights_desc();

@@ -31,7 +31,6 @@ class AttentionTiles {
 
   // An error where oneDNN throws on a thread.
   Status run(const float* q, const float* k, const float* v, float* y);
-  int64_t tile_rows() const { return rows_; }
 
  private:
   struct Stage {  // the primitives for a tile of `rows` query rows

@@ -42,10 +42,6 @@ VecBinary vec_op(alg a) {
   }
 }
 
-// oneDNN names its reference implementations "ref:..." (e.g. "ref:any"); they are far slower than a
-// plain loop, so such a primitive is never used.
-bool is_reference(const dnnl::binary::primitive_desc& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
-
 bool commutative(const std::string& op) { return op == "Add" || op == "Mul" || op == "Max" || op == "Min"; }
 
 bool binary_supports(const ir::Node& n, const CpuOptions& o) {
@@ -118,7 +114,7 @@ class BinaryKernel : public Kernel {
       try {
         dnnl::binary::desc d(alg_, src0, *src1, src0);
         pd_ = dnnl::binary::primitive_desc(d, engine());
-        own_ = is_reference(pd_);
+        own_ = is_reference_impl(pd_);
         impl_ = pd_.impl_info_str();
         if (!own_) prim_ = dnnl::binary(pd_);
         src0_ = src0;

@@ -94,8 +94,7 @@ class GatherKernel : public Kernel {
   const bool view_;
 };
 
-Result<std::unique_ptr<Kernel>> create_gather(const ir::Node& node, const CpuOptions& o) {
-  (void)o;
+Result<std::unique_ptr<Kernel>> create_gather(const ir::Node& node, const CpuOptions&) {
   FERRY_ASSIGN_OR_RETURN(const ops::OpSchema* reference, reference_kernel_of(node));
   return std::unique_ptr<Kernel>(std::make_unique<GatherKernel>(node, *reference));
 }

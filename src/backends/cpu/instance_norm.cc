@@ -80,8 +80,7 @@ class InstanceNormKernel : public Kernel {
   const float eps_;
 };
 
-Result<std::unique_ptr<Kernel>> create_instance_norm(const ir::Node& node, const CpuOptions& o) {
-  (void)o;
+Result<std::unique_ptr<Kernel>> create_instance_norm(const ir::Node& node, const CpuOptions&) {
   FERRY_ASSIGN_OR_RETURN(const ops::OpSchema* reference, reference_kernel_of(node));
   return std::unique_ptr<Kernel>(std::make_unique<InstanceNormKernel>(node, *reference));
 }

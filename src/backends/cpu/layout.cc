@@ -251,6 +251,10 @@ Result<const ops::OpSchema*> reference_kernel_of(const ir::Node& node) {
   return reference;
 }
 
+bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
 Status run_reference_on_plain(const ops::OpSchema& reference, const ir::Node& node, ops::KernelContext& ctx,
                               const std::vector<int>& round_bf16) {
   auto rounds = [&](int i) { return std::find(round_bf16.begin(), round_bf16.end(), i) != round_bf16.end(); };

@@ -109,6 +109,9 @@ Result<Tensor> new_output(ops::KernelContext& ctx, int i, DType t, const std::ve
 // The op's reference kernel, which a cpu kernel runs for what it does not cover (and whose errors word
 // bad inputs as the op does); an error when the node has none.
 Result<const ops::OpSchema*> reference_kernel_of(const ir::Node& node);
+// Whether oneDNN chose one of its reference implementations ("ref:any", a few hundred MFLOP/s) for pd:
+// the cpu kernels never take those (issue 22: no `ref:` primitive on the suite) and use another path.
+bool is_reference_impl(const dnnl::primitive_desc_base& pd);
 // A layout-aware kernel's fallback: the op's reference kernel on ctx, with every tensor input that arrived
 // in a oneDNN layout made plain first (the reference kernels read plain bytes).
 // `round_bf16`: inputs (float32) that are rounded to bf16 values in those copies, for a native-bf16 kernel

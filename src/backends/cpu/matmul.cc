@@ -426,7 +426,7 @@ class MatMulKernel : public Kernel {
       dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_out);
       p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
       // oneDNN's reference implementations ("ref:any") run at a few hundred MFLOP/s: never taken.
-      if (std::string(p.pd.impl_info_str()).rfind("ref", 0) == 0) return false;
+      if (is_reference_impl(p.pd)) return false;
       p.prim = dnnl::matmul(p.pd);
       return true;
     } catch (const dnnl::error&) {

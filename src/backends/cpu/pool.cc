@@ -95,7 +95,7 @@ class PoolKernel : public Kernel {
         Result<PoolPlan*> r = plan_for(x->dims(), desc_of(*x));
         if (r.ok()) p = *r;
       }
-      if (!p || std::string(p->pd.impl_info_str()).rfind("ref", 0) == 0) {
+      if (!p || is_reference_impl(p->pd)) {
         FERRY_ASSIGN_OR_RETURN(x_f32, reorder_to(*x, with_data_type(desc_of(*x), dt::f32)));
         x = &x_f32;
       }

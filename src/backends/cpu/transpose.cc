@@ -142,8 +142,7 @@ class TransposeKernel : public ShapePreparedKernel {
       // The bf16 result keeps its dims: its layout (bf16 storage over out_dims_) is what readers check.
       if (!bf16_out_) coalesce(od, os);
       src_md_ = md(od, dnnl::memory::data_type::f32, os);
-      dst_md_ = bf16_out_ ? plain_desc(DType::kBFloat16, out_dims_)
-                          : md(od, dnnl::memory::data_type::f32, to_dims(dense_strides({od.begin(), od.end()})));
+      dst_md_ = bf16_out_ ? plain_desc(DType::kBFloat16, out_dims_) : plain_desc(DType::kFloat32, {od.begin(), od.end()});
       prim_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src_md_, engine(), dst_md_));
     } catch (const dnnl::error&) {
       return false;
