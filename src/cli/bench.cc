@@ -71,10 +71,7 @@ int run_bench_command(const BenchArgs& a) {
   report->ferry_version = FERRY_VERSION;
   std::fputs(tools::format_bench_report(*report).c_str(), stdout);
   if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    f << tools::bench_report_to_json(*report).dump(2) << "\n";
-    f.close();
-    if (!f) return report_error(Status::io("cannot write '" + a.json + "'"));
+    if (int rc = write_json_report(tools::bench_report_to_json(*report), a.json)) return rc;
     std::printf("wrote %s\n", a.json.c_str());
   }
   return 0;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "targets/target.h"
 #include "tools/check.h"
 #include "tools/run_inputs.h"
@@ -20,14 +21,6 @@ struct CheckArgs {
   std::string json, csv, fail_on;
   std::vector<std::string> shapes;
 };
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f) return Status::io("cannot write '" + path + "'");
-  return Status();
-}
 
 int run_check(const CheckArgs& a) {
   tools::CheckOptions opts;
@@ -45,10 +38,10 @@ int run_check(const CheckArgs& a) {
   } else {
     std::fputs(tools::format_check(*rep).c_str(), stdout);
     if (!a.json.empty())
-      if (Status st = write_file(a.json, tools::check_to_json(*rep).dump(2) + "\n"); !st.ok()) return report_error(st);
+      if (Status st = write_text_file(a.json, tools::check_to_json(*rep).dump(2) + "\n"); !st.ok()) return report_error(st);
   }
   if (!a.csv.empty())
-    if (Status st = write_file(a.csv, tools::check_to_csv(*rep)); !st.ok()) return report_error(st);
+    if (Status st = write_text_file(a.csv, tools::check_to_csv(*rep)); !st.ok()) return report_error(st);
   if (!a.fail_on.empty() && tools::check_fails(*rep, a.fail_on)) {
     std::fprintf(stderr, "check: --fail-on %s is met (%lld host fallback, %lld unsupported)\n", a.fail_on.c_str(),
                  static_cast<long long>(rep->host), static_cast<long long>(rep->unsupported));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "frontend/onnx/import.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
@@ -30,14 +31,6 @@ struct CompareArgs {
   tools::compare::Thresholds th;
   std::string json, csv, repro;
 };
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::io("cannot write " + path);
-  return Status();
-}
 
 int run_compare_cmd(const CompareArgs& a) {
   auto inputs = input_options(a.input);
@@ -62,12 +55,12 @@ int run_compare_cmd(const CompareArgs& a) {
   if (!rep.ok()) return report_error(rep.status());
   std::fputs(tools::compare::format_report(*rep).c_str(), stdout);
   if (!a.json.empty()) {
-    Status st = write_file(a.json, tools::compare::report_to_json(*rep).dump(2) + "\n");
+    Status st = write_text_file(a.json, tools::compare::report_to_json(*rep).dump(2) + "\n");
     if (!st.ok()) return report_error(st);
     std::printf("wrote %s\n", a.json.c_str());
   }
   if (!a.csv.empty()) {
-    Status st = write_file(a.csv, tools::compare::report_to_csv(*rep));
+    Status st = write_text_file(a.csv, tools::compare::report_to_csv(*rep));
     if (!st.ok()) return report_error(st);
     std::printf("wrote %s\n", a.csv.c_str());
   }

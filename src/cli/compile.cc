@@ -73,18 +73,8 @@ int run_compile(const CompileArgs& a) {
   progress("compiling " + a.model + " ...");
   auto r = tools::compile_model(req);
   if (!r.ok()) return report_error(r.status());
-  if (a.json == "-") {
-    std::printf("%s\n", tools::compile_report_to_json(*r).dump(2).c_str());
-    return 0;
-  }
-  std::fputs(tools::format_compile_report(*r).c_str(), stdout);
-  if (!a.json.empty()) {
-    std::ofstream f(a.json, std::ios::binary);
-    f << tools::compile_report_to_json(*r).dump(2) << "\n";
-    f.close();
-    if (!f) return report_error(Status::io("cannot write " + a.json));
-  }
-  return 0;
+  if (a.json != "-") std::fputs(tools::format_compile_report(*r).c_str(), stdout);
+  return write_json_report(tools::compile_report_to_json(*r), a.json);
 }
 
 }  // namespace

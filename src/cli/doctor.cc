@@ -21,16 +21,8 @@ CommandFn add_doctor_command(CLI::App& app) {
   add_cpu_flags(cmd, *flags);  // shows what these choices pick on this machine, and why
   return [json, flags] {
     tools::DoctorReport r = tools::run_doctor(cpu_options(*flags));
-    if (*json == "-") {
-      std::printf("%s\n", tools::doctor_to_json(r).dump(2).c_str());
-    } else {
-      std::fputs(tools::format_doctor(r).c_str(), stdout);
-      if (!json->empty()) {
-        std::ofstream f(*json);
-        f << tools::doctor_to_json(r).dump(2) << "\n";
-        if (!f) return report_error(Status::io("cannot write '" + *json + "'"));
-      }
-    }
+    if (*json != "-") std::fputs(tools::format_doctor(r).c_str(), stdout);
+    if (int rc = write_json_report(tools::doctor_to_json(r), *json)) return rc;
     return r.problems() ? 1 : 0;
   };
 }

@@ -25,18 +25,8 @@ struct InspectArgs {
 
 // Writes `text` to stdout, or `json` to stdout ("-") or to a file as well.
 int emit(const std::string& text, const nlohmann::json& json, const std::string& json_path) {
-  if (json_path == "-") {
-    std::printf("%s\n", json.dump(2).c_str());
-    return 0;
-  }
-  std::fputs(text.c_str(), stdout);
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    f << json.dump(2) << "\n";
-    f.close();
-    if (!f) return report_error(Status::io("cannot write '" + json_path + "'"));
-  }
-  return 0;
+  if (json_path != "-") std::fputs(text.c_str(), stdout);
+  return write_json_report(json, json_path);
 }
 
 int run_inspect(const InspectArgs& a) {

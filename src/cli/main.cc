@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/suggest.h"
+#include "core/text_file.h"
 
 #ifndef FERRY_VERSION
 #define FERRY_VERSION "unknown"
@@ -27,10 +28,8 @@ int write_json_report(const nlohmann::json& j, const std::string& path) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::ofstream f(path);
-  f << j.dump(2) << "\n";
-  f.close();
-  return f ? 0 : report_error(Status::io("cannot write '" + path + "'"));
+  const Status s = write_text_file(path, j.dump(2) + "\n");
+  return s.ok() ? 0 : report_error(s);
 }
 
 void progress(const std::string& line) {

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
+#include "core/text_file.h"
 #include "runtime/model_session.h"
 #include "tools/profile.h"
 
@@ -23,14 +24,6 @@ struct ProfileArgs {
   double link_gbps = 16;
   int64_t batch = 0;
 };
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::io("cannot write '" + path + "'");
-  return Status();
-}
 
 int run_profile_cmd(const ProfileArgs& a) {
   auto inputs = input_options(a.input);
@@ -70,16 +63,16 @@ int run_profile_cmd(const ProfileArgs& a) {
   if (!r.ok()) return report_error(r.status());
   std::fputs(tools::format_profile(*r, static_cast<size_t>(a.top)).c_str(), stdout);
   if (!a.trace.empty()) {
-    Status st = write_text(a.trace, tools::profile_to_trace(*r).dump() + "\n");
+    Status st = write_text_file(a.trace, tools::profile_to_trace(*r).dump() + "\n");
     if (!st.ok()) return report_error(st);
     std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", a.trace.c_str());
   }
   if (!a.csv.empty()) {
-    Status st = write_text(a.csv, tools::profile_to_csv(*r));
+    Status st = write_text_file(a.csv, tools::profile_to_csv(*r));
     if (!st.ok()) return report_error(st);
   }
   if (!a.json.empty()) {
-    Status st = write_text(a.json, tools::profile_to_json(*r).dump(2) + "\n");
+    Status st = write_text_file(a.json, tools::profile_to_json(*r).dump(2) + "\n");
     if (!st.ok()) return report_error(st);
   }
   return 0;

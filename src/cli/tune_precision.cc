@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "frontend/onnx/import.h"
 #include "cli/input_flags.h"
 #include "cli/session_flags.h"
@@ -22,14 +23,6 @@ struct TuneArgs {
   SessionFlags session;
   int max_evaluations = 64;
 };
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::io("cannot write '" + path + "'");
-  return Status();
-}
 
 int run_tune(const TuneArgs& a) {
   auto inputs = input_options(a.input);
@@ -56,13 +49,13 @@ int run_tune(const TuneArgs& a) {
   if (!r.ok()) return report_error(r.status());
   std::fputs(tools::format_tune_report(*r).c_str(), stdout);
   if (!a.output.empty()) {
-    Status st = write_text(a.output, tools::keep_list_text(*r));
+    Status st = write_text_file(a.output, tools::keep_list_text(*r));
     if (!st.ok()) return report_error(st);
     std::printf("wrote %s (ferry compile %s --precision %s --keep-fp32 %s)\n", a.output.c_str(), a.model.c_str(),
                 a.session.precision.c_str(), a.output.c_str());
   }
   if (!a.json.empty()) {
-    Status st = write_text(a.json, tools::tune_report_to_json(*r).dump(2) + "\n");
+    Status st = write_text_file(a.json, tools::tune_report_to_json(*r).dump(2) + "\n");
     if (!st.ok()) return report_error(st);
   }
   return r->pass ? 0 : 3;

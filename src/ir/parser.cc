@@ -8,14 +8,11 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "ir/text_format.h"
 
 namespace ferry::ir {
 
 namespace {
-
-bool plain_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-';
-}
 
 // One line with a cursor; every error names the line.
 class Lexer {

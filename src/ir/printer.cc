@@ -6,15 +6,12 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "ir/text_format.h"
 
 namespace ferry::ir {
 
 namespace {
 constexpr int64_t kMaxLiteral = 64;
-
-bool plain_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-';
-}
 
 // A name as a token: bare when it only has plain characters (and does not end in ':', which the
 // parser reads as the type separator), otherwise quoted.

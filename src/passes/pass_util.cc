@@ -160,6 +160,11 @@ ir::Value* add_constant(ir::Graph& g, const std::string& base, Tensor t) {
   return v;
 }
 
+ir::Node* producer_op(const ir::Value* v, const char* op) {
+  ir::Node* p = v ? v->producer : nullptr;
+  return p && p->op_type == op && p->domain.empty() && p->num_outputs() == 1 && p->has_input(0) ? p : nullptr;
+}
+
 const Tensor* constant_of(const ir::Value* v) { return v && v->is_constant() ? &v->initializer : nullptr; }
 
 std::optional<double> scalar_of(const ir::Value* v) {

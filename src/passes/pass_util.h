@@ -92,6 +92,9 @@ ir::Node* replace_with(ir::Graph& g, const std::vector<ir::Node*>& covered, cons
 // A new constant value in g.
 ir::Value* add_constant(ir::Graph& g, const std::string& base, Tensor t);
 
+// The node of type `op` (default domain, one output, input 0 present) that produces v, else null.
+ir::Node* producer_op(const ir::Value* v, const char* op);
+
 // The data of v when it is a constant (initializer), else null.
 const Tensor* constant_of(const ir::Value* v);
 // A floating constant with one element (any shape of numel 1).

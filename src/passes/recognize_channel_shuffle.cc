@@ -14,11 +14,6 @@ namespace ferry::passes {
 
 namespace {
 
-ir::Node* producer_op(const ir::Value* v, const char* op) {
-  ir::Node* p = v ? v->producer : nullptr;
-  return p && p->op_type == op && p->domain.empty() && p->num_outputs() == 1 && p->has_input(0) ? p : nullptr;
-}
-
 // dims[from..] of a static and positive, else empty.
 std::vector<int64_t> static_tail(const ir::Value* v, size_t from) {
   if (!v || !v->shape || v->shape->size() < from) return {};

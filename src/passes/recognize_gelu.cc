@@ -12,13 +12,6 @@ namespace ferry::passes {
 namespace {
 constexpr double kTol = 1e-4;
 
-ir::Node* producer_op(const ir::Value* v, const char* op) {
-  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() &&
-                 v->producer->num_outputs() == 1
-             ? v->producer
-             : nullptr;
-}
-
 // n is a binary op with one input constant scalar ~= c; returns the other input.
 ir::Value* with_scalar(const ir::Node* n, double c) {
   if (!n || n->num_inputs() != 2 || !n->has_input(0) || !n->has_input(1)) return nullptr;

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text_file.h"
 #include "tools/bench.h"
 
 namespace ferry::tools {
@@ -143,11 +144,7 @@ Result<PeerResult> run_peer(const PeerJob& job, const std::function<void(const s
   jj["batches"] = nlohmann::json::array();
   for (const PeerJob::Batch& b : job.batches)
     jj["batches"].push_back({{"batch", b.batch}, {"inputs", b.inputs}, {"outputs", b.outputs}});
-  {
-    std::ofstream f(job_path);
-    f << jj.dump(2) << "\n";
-    if (!f) return Status::io("cannot write " + job_path);
-  }
+  FERRY_RETURN_IF_ERROR(write_text_file(job_path, jj.dump(2) + "\n"));
 
   int pipe_fd[2];
   if (::pipe(pipe_fd) != 0) return Status::io("cannot create a pipe for the peer");

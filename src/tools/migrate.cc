@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "core/text_file.h"
 #include "frontend/onnx/import.h"
 #include "passes/precision.h"
 #include "runtime/executor.h"
@@ -32,14 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::io("cannot write '" + path + "'");
-  return Status();
-}
 
 // Finite numbers only in the report: NaN/Inf become null (JSON has no NaN).
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -283,7 +276,7 @@ Status stage_tune(MigrateRun& r) {
     return Status();
   }
   r.rep["tune"] = tune_report_to_json(*tuned);
-  FERRY_RETURN_IF_ERROR(write_text(keep_file, keep_list_text(*tuned)));
+  FERRY_RETURN_IF_ERROR(write_text_file(keep_file, keep_list_text(*tuned)));
   r.req.prepare.precision.keep_fp32_file = keep_file;
   if (compile_model(r.req).ok()) (void)compare_compiled(r);  // the stage line below says how it went
   r.compile_cmd += " --keep-fp32 " + quote(keep_file);
@@ -356,7 +349,7 @@ Status stage_profile(MigrateRun& r) {
     r.failed("profile", profiled.status(), since(t), cmd);
     return Status();
   }
-  FERRY_RETURN_IF_ERROR(write_text(trace, profile_to_trace(*profiled).dump()));
+  FERRY_RETURN_IF_ERROR(write_text_file(trace, profile_to_trace(*profiled).dump()));
   const json prof = profile_to_json(*profiled);
   r.rep["profile"] = prof;
   std::string top;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text_file.h"
 #include "tools/migrate_internal.h"
 
 namespace ferry::tools {
@@ -72,12 +73,8 @@ Status write_migrate_report(MigrateResult& res, const std::string& outdir) {
   res.report_json = (fs::path(outdir) / "report.json").string();
   res.report_html = (fs::path(outdir) / "report.html").string();
   for (const auto& [path, text] : {std::pair{res.report_json, rep.dump(2) + "\n"},
-                                   std::pair{res.report_html, render_migrate_html(rep)}}) {
-    std::ofstream f(path, std::ios::binary);
-    f << text;
-    f.close();
-    if (!f) return Status::io("cannot write '" + path + "'");
-  }
+                                   std::pair{res.report_html, render_migrate_html(rep)}})
+    FERRY_RETURN_IF_ERROR(write_text_file(path, text));
   return Status();
 }
 

@@ -18,7 +18,6 @@ namespace ferry::tools {
 
 namespace {
 
-constexpr const char* kModuleMapKey = "ferry.module_map";
 constexpr double kDefaultEps = 1e-5;  // torch's BatchNorm default, for maps that predate "eps"
 
 Result<onnx::ModelProto> read_onnx(const std::string& path) {

@@ -11,8 +11,6 @@ namespace ferry::tools {
 
 namespace {
 
-constexpr const char* kModuleMapKey = "ferry.module_map";
-
 Result<std::vector<weights::ExpectedParam>> from_state_signature(const nlohmann::json& state, const std::string& where) {
   std::vector<weights::ExpectedParam> out;
   for (auto it = state.begin(); it != state.end(); ++it) {

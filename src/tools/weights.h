@@ -16,7 +16,10 @@ namespace ferry::tools {
 // says which, and what that source cannot see.
 Result<std::vector<weights::ExpectedParam>> expected_params(const ir::Model& model, std::vector<std::string>& notes);
 
-// The parameters a module map (the JSON ferry.torch.export stores under "ferry.module_map") lists in
+// The model metadata key under which ferry.torch.export stores the module map (JSON).
+inline constexpr const char* kModuleMapKey = "ferry.module_map";
+
+// The parameters a module map (the JSON ferry.torch.export stores under kModuleMapKey) lists in
 // its "state" signature; an error when it has none. `where` names the model in errors.
 Result<std::vector<weights::ExpectedParam>> expected_params_from_map(const nlohmann::json& map, const std::string& where);
 

@@ -108,8 +108,8 @@ struct AttnPlan {
   std::unique_ptr<AttentionTiles> tiles;  // long unmasked fp32 attention: a tile of rows per thread
 };
 
-// Scores beyond this many bytes go through in blocks of rows that keep about kBlockScoreBytes.
-constexpr int64_t kTileScoreBytes = int64_t{8} << 20;
+// Scores beyond kRowBlocksOverBytes go through in blocks of rows that keep about kBlockScoreBytes.
+constexpr int64_t kRowBlocksOverBytes = int64_t{8} << 20;
 constexpr int64_t kBlockScoreBytes = int64_t{4} << 20;
 constexpr int64_t kBlockRows = 112;
 
@@ -304,12 +304,12 @@ class AttentionKernel : public Kernel {
     plan->flat = !maskd;
     int64_t rows = S, group = batch_n;
     const int64_t item_bytes = S * T * static_cast<int64_t>(sizeof(float));
-    if (plan->flat && bf16_ && batch_n * item_bytes > kTileScoreBytes && item_bytes <= kBlockScoreBytes) {
+    if (plan->flat && bf16_ && batch_n * item_bytes > kRowBlocksOverBytes && item_bytes <= kBlockScoreBytes) {
       // bf16: whole items (all their rows), so that Q's and Y's blocks are dense (see AttnStage).
       group = 1;
       for (int64_t gsz = 1; gsz <= batch_n; ++gsz)
         if (batch_n % gsz == 0 && gsz * item_bytes <= kBlockScoreBytes) group = gsz;
-    } else if (plan->flat && batch_n * item_bytes > kTileScoreBytes) {
+    } else if (plan->flat && batch_n * item_bytes > kRowBlocksOverBytes) {
       const int64_t item_row_bytes = T * static_cast<int64_t>(sizeof(float));
       rows = std::min(S, std::max<int64_t>(16, std::min(kBlockRows, kBlockScoreBytes / item_row_bytes / 16 * 16)));
       group = 1;

@@ -19,16 +19,16 @@ using md = dnnl::memory::desc;
 using dt = dnnl::memory::data_type;
 
 // A tile's scores: about this many bytes, so that they, K and V of one item stay in a core's L2.
-constexpr int64_t kTileScoreBytes = int64_t{512} << 10;
+constexpr int64_t kRowTileScoreBytes = int64_t{512} << 10;
 constexpr int64_t kMinTileRows = 16, kMaxTileRows = 128;
 // Items whose scores pass this go through tiles. Below it the batched primitives over groups of items
 // measured faster (vit_b_16 and swin_t at batch 8, 197 and 49 tokens: 2-8% slower in tiles).
 constexpr int64_t kMinItemScoreBytes = int64_t{1} << 20;
 
-// Rows per tile: kTileScoreBytes of scores, a multiple of 16 in [16, 128], or a divisor of S within
+// Rows per tile: kRowTileScoreBytes of scores, a multiple of 16 in [16, 128], or a divisor of S within
 // a quarter below that (no tail tile), or all of S when S is smaller.
 int64_t tile_rows_for(int64_t S, int64_t T) {
-  int64_t rows = kTileScoreBytes / (T * static_cast<int64_t>(sizeof(float))) / 16 * 16;
+  int64_t rows = kRowTileScoreBytes / (T * static_cast<int64_t>(sizeof(float))) / 16 * 16;
   rows = std::clamp(rows, kMinTileRows, kMaxTileRows);
   if (S <= rows) return S;
   for (int64_t r = rows; r * 4 >= rows * 3; --r)

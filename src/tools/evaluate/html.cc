@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text_file.h"
 #include "tools/evaluate/evaluate.h"
 #include "tools/html.h"
 
@@ -195,10 +196,7 @@ Status write_report_files(const EvaluateReport& r) {
                             {"report.html", render_evaluate_html(r)}}) {
     const fs::path p = fs::path(r.out_dir) / name;
     if (fs::is_symlink(p, ec)) return Status::invalid(p.string() + " is a symbolic link: refusing to write through it");
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f << body;
-    f.close();
-    if (!f) return Status::io("cannot write " + p.string());
+    FERRY_RETURN_IF_ERROR(write_text_file(p.string(), body));
   }
   return Status();
 }
