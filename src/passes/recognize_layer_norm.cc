@@ -41,10 +41,11 @@ std::optional<int64_t> last_axes(const ir::Node& rm, int64_t rank) {
   return k;
 }
 
-// gamma/beta reshaped to the normalized dims, or nullopt when it is not exactly per-element of them.
-std::optional<Tensor> affine_param(const ir::Value* v, const std::vector<int64_t>& norm_dims, DType dt) {
+// gamma/beta reshaped to the normalized dims, or nullopt when it is not exactly per-element of them or
+// has more dims than x (it would broadcast the result beyond x's shape).
+std::optional<Tensor> affine_param(const ir::Value* v, const std::vector<int64_t>& norm_dims, DType dt, size_t x_rank) {
   const Tensor* t = constant_of(v);
-  if (!t || t->dtype() != dt) return std::nullopt;
+  if (!t || t->dtype() != dt || static_cast<size_t>(t->rank()) > x_rank) return std::nullopt;
   std::vector<int64_t> d = t->dims();
   while (d.size() > norm_dims.size() && d.front() == 1) d.erase(d.begin());
   if (d != norm_dims) return std::nullopt;
@@ -58,11 +59,17 @@ Result<int> recognize_layer_norm(ir::Graph& g, const PassContext&) {
   return rewrite_until_fixed(g, [&](ir::Node& rm1, const Uses& uses) -> Result<bool> {
     if (rm1.op_type != "ReduceMean" || !rm1.domain.empty() || !rm1.has_input(0) || rm1.num_outputs() != 1) return false;
     ir::Value* x = rm1.inputs[0];
-    auto xs = static_shape(x);
-    if (!xs || !is_floating(x->dtype)) return false;
-    const int64_t rank = static_cast<int64_t>(xs->size());
+    // The rank and the normalized (last k) dims must be known; the leading dims may be dynamic.
+    if (!x->shape || !is_floating(x->dtype)) return false;
+    const int64_t rank = static_cast<int64_t>(x->shape->size());
     auto k = last_axes(rm1, rank);
     if (!k) return false;
+    std::vector<int64_t> norm_dims;
+    for (int64_t i = rank - *k; i < rank; ++i) {
+      const Dim& d = (*x->shape)[static_cast<size_t>(i)];
+      if (!d.is_static()) return false;
+      norm_dims.push_back(d.value);
+    }
     ir::Node* sub = single_user(uses, rm1.outputs[0], "Sub");
     if (!sub || sub->inputs[0] != x || sub->inputs[1] != rm1.outputs[0]) return false;
     ir::Value* d = sub->outputs[0];
@@ -88,22 +95,20 @@ Result<int> recognize_layer_norm(ir::Graph& g, const PassContext&) {
     if (!eps || *eps < 0) return false;
     ir::Node* sqrt = single_user(uses, add_eps->outputs[0], "Sqrt");
     if (!sqrt || div->inputs[1] != sqrt->outputs[0] || !uses.single_use(sqrt->outputs[0])) return false;
-    std::vector<int64_t> norm_dims(xs->end() - *k, xs->end());
     ir::Node* mul = single_user(uses, div->outputs[0], "Mul");
     if (!mul) return false;
-    auto gamma = affine_param(other_input(mul, div->outputs[0]), norm_dims, x->dtype);
+    auto gamma = affine_param(other_input(mul, div->outputs[0]), norm_dims, x->dtype, x->shape->size());
     if (!gamma) return false;
     std::vector<ir::Node*> covered = {&rm1, sub, sq, rm2, add_eps, sqrt, div, mul};
     ir::Value* out = mul->outputs[0];
     std::optional<Tensor> beta;
     if (ir::Node* add = single_user(uses, out, "Add")) {
-      beta = affine_param(other_input(add, out), norm_dims, x->dtype);
+      beta = affine_param(other_input(add, out), norm_dims, x->dtype, x->shape->size());
       if (beta) {
         covered.push_back(add);
         out = add->outputs[0];
       }
     }
-    if (!same_shape(out, x)) return false;
     ir::Value* gv = add_constant(g, rm1.name + "_ln_scale", *gamma);
     std::vector<ir::Value*> ins = {x, gv};
     if (beta) ins.push_back(add_constant(g, rm1.name + "_ln_bias", *beta));
