@@ -114,8 +114,6 @@ AttentionTiles::ThreadState& AttentionTiles::state_of(int thread) {
     ts->k_blocked.resize(kt_blocked_.get_size() / sizeof(float) + 1);
     ts->v_blocked.resize(v_blocked_.get_size() / sizeof(float) + 1);
     ts->inv_sum.resize(rows_);
-    ts->scratchpad.resize(scratchpad_bytes_);
-    ts->stream = dnnl::stream(engine());
   }
   return *ts;
 }
@@ -126,55 +124,44 @@ Status AttentionTiles::run(const float* q, const float* k, const float* v, float
   for (int t = 0; t < threads; ++t) {
     state_of(t).item = -1;  // K and V are this run's
   }
+  streams_.reserve(threads, scratchpad_bytes_);
   const int64_t tiles = (S_ + rows_ - 1) / rows_, tasks = items_ * tiles;
-  std::string failed;  // a oneDNN error on any thread (exceptions must not leave the parallel region)
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  return run_on_threads(threads, "FusedAttention (row tiles)", [&](int t, int nt) {
     ThreadState& ts = *threads_[t];
-    try {
-      // Contiguous tasks, item-major: a thread moves to a new item (and reorders its K and V) rarely.
-      for (int64_t task = tasks * t / nt; task < tasks * (t + 1) / nt; ++task) {
-        const int64_t item = task / tiles, row = (task % tiles) * rows_;
-        if (item != ts.item) {
-          std::unordered_map<int, dnnl::memory> args{
-              {DNNL_ARG_FROM, dnnl::memory(kt_plain_, engine(), const_cast<float*>(k + item * T_ * D_))},
-              {DNNL_ARG_TO, dnnl::memory(kt_blocked_, engine(), ts.k_blocked.data())}};
-          if (scratchpad_bytes_ > 0) args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_of(ts));
-          k_reorder_.execute(ts.stream, args);
-          args[DNNL_ARG_FROM] = dnnl::memory(v_plain_, engine(), const_cast<float*>(v + item * T_ * Dv_));
-          args[DNNL_ARG_TO] = dnnl::memory(v_blocked_, engine(), ts.v_blocked.data());
-          v_reorder_.execute(ts.stream, args);
-          ts.stream.wait();
-          ts.item = item;
-        }
-        const Stage& st = S_ - row >= rows_ ? block_ : tail_;
-        run_tile(ts, st, q + (item * S_ + row) * D_, y + (item * S_ + row) * Dv_);
+    dnnl::stream& stream = streams_.stream(t);
+    // Contiguous tasks, item-major: a thread moves to a new item (and reorders its K and V) rarely.
+    for (int64_t task = tasks * t / nt; task < tasks * (t + 1) / nt; ++task) {
+      const int64_t item = task / tiles, row = (task % tiles) * rows_;
+      if (item != ts.item) {
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_FROM, dnnl::memory(kt_plain_, engine(), const_cast<float*>(k + item * T_ * D_))},
+            {DNNL_ARG_TO, dnnl::memory(kt_blocked_, engine(), ts.k_blocked.data())}};
+        streams_.add_scratchpad(t, args);
+        k_reorder_.execute(stream, args);
+        args[DNNL_ARG_FROM] = dnnl::memory(v_plain_, engine(), const_cast<float*>(v + item * T_ * Dv_));
+        args[DNNL_ARG_TO] = dnnl::memory(v_blocked_, engine(), ts.v_blocked.data());
+        v_reorder_.execute(stream, args);
+        stream.wait();
+        ts.item = item;
       }
-    } catch (const dnnl::error& e) {
-#pragma omp critical(ferry_attention_tiles_error)
-      failed = e.what();
+      const Stage& st = S_ - row >= rows_ ? block_ : tail_;
+      run_tile(t, st, q + (item * S_ + row) * D_, y + (item * S_ + row) * Dv_);
     }
-  }
-  if (!failed.empty()) return Status::internal("FusedAttention: oneDNN failed in a row tile: " + failed);
-  return Status();
+  });
 }
 
-dnnl::memory AttentionTiles::scratchpad_of(ThreadState& ts) const {
-  return dnnl::memory(md({static_cast<int64_t>(scratchpad_bytes_)}, dt::u8, dnnl::memory::format_tag::a), engine(),
-                      ts.scratchpad.data());
-}
-
-void AttentionTiles::run_tile(ThreadState& ts, const Stage& st, const float* q, float* y) const {
+void AttentionTiles::run_tile(int thread, const Stage& st, const float* q, float* y) {
+  ThreadState& ts = *threads_[thread];
+  dnnl::stream& stream = streams_.stream(thread);
   const int64_t rows = st.rows;
   dnnl::memory scores(dense2(rows, T_), engine(), ts.scores.data());
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, dnnl::memory(dense2(rows, D_), engine(), const_cast<float*>(q))},
       {DNNL_ARG_WEIGHTS, dnnl::memory(kt_blocked_, engine(), ts.k_blocked.data())},
       {DNNL_ARG_DST, scores}};
-  if (scratchpad_bytes_ > 0) args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_of(ts));
-  st.qk.execute(ts.stream, args);
-  ts.stream.wait();
+  streams_.add_scratchpad(thread, args);
+  st.qk.execute(stream, args);
+  stream.wait();
   for (int64_t r = 0; r < rows; ++r) {
     const float sum = vec_exp_minus_max(ts.scores.data() + r * T_, static_cast<size_t>(T_));
     // A row with a NaN (or +inf) score sums to NaN; nan_to_zero makes its output 0 as the unfused
@@ -184,8 +171,8 @@ void AttentionTiles::run_tile(ThreadState& ts, const Stage& st, const float* q, 
   args[DNNL_ARG_SRC] = scores;
   args[DNNL_ARG_WEIGHTS] = dnnl::memory(v_blocked_, engine(), ts.v_blocked.data());
   args[DNNL_ARG_DST] = dnnl::memory(dense2(rows, Dv_), engine(), y);
-  st.pv.execute(ts.stream, args);
-  ts.stream.wait();
+  st.pv.execute(stream, args);
+  stream.wait();
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * Dv_;
     const float inv = ts.inv_sum[r];

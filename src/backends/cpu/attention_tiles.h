@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/thread_streams.h"
 
 namespace ferry::backends::cpu {
 
@@ -39,15 +40,12 @@ class AttentionTiles {
   };
   struct ThreadState {
     std::vector<float> scores, k_blocked, v_blocked, inv_sum;
-    std::vector<char> scratchpad;
-    dnnl::stream stream;
     int64_t item = -1;  // whose K and V the blocked buffers hold
   };
   AttentionTiles() = default;
   Stage make_stage(int64_t rows, float scale);
-  void run_tile(ThreadState& ts, const Stage& st, const float* q, float* y) const;
+  void run_tile(int thread, const Stage& st, const float* q, float* y);
   ThreadState& state_of(int thread);
-  dnnl::memory scratchpad_of(ThreadState& ts) const;  // the thread's, as a u8 memory of scratchpad_bytes_
 
   int64_t items_ = 0, S_ = 0, T_ = 0, D_ = 0, Dv_ = 0, rows_ = 0;
   bool nan_to_zero_ = false;
@@ -56,6 +54,7 @@ class AttentionTiles {
   Stage block_, tail_;
   size_t scratchpad_bytes_ = 0;
   std::vector<std::unique_ptr<ThreadState>> threads_;
+  ThreadStreams streams_;  // each thread's oneDNN stream and scratchpad
 };
 
 }  // namespace ferry::backends::cpu

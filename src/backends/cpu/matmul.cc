@@ -27,6 +27,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernel_choices.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/matmul_row_blocks.h"
 #include "backends/cpu/mkl_gemm.h"
 #include "backends/cpu/post_ops.h"
 #include "backends/cpu/vec_binary.h"
@@ -105,6 +106,8 @@ struct MatMulPlan {
   BroadcastPlan bias_add;  // out += bias, planned once (the plan's dims are fixed)
   bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
   int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
+  md bias_src1;                 // the Bias post-op's descriptor (empty without one)
+  std::unique_ptr<MatMulRowBlocks> row_blocks;  // bf16, K >= 2N: a block of rows per thread
   // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
   // `epilogue_zero`) carrying the post-ops, the residual Z at post-op `epilogue_z_po`.
   std::shared_ptr<MklPackedB> mkl_b;
@@ -287,8 +290,12 @@ class MatMulKernel : public Kernel {
     args[DNNL_ARG_DST] = p->dst_m.bind(p->dst_out, *y);
     if (p->bias_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->bias_po) | DNNL_ARG_SRC_1] = p->bias_m.bind(p->bias_md, bias_t);
     if (p->z_po >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->z_po) | DNNL_ARG_SRC_1] = p->z_m.bind(p->z_md, *z);
-    p->prim.execute(stream(), args);
-    stream().wait();
+    bool ran_in_blocks = false;
+    if (p->row_blocks) { FERRY_ASSIGN_OR_RETURN(ran_in_blocks, p->row_blocks->run(args, p->z_po)); }
+    if (!ran_in_blocks) {
+      p->prim.execute(stream(), args);
+      stream().wait();
+    }
     if (p->bias_after) vec_binary(VecBinary::kAdd, p->bias_add, y->data<float>(), bias_t.data<float>(), y->data<float>());
     if (p->dst_out != p->dst_md) return set_output(ctx, 0, std::move(out), true);
     return Status();
@@ -410,21 +417,31 @@ class MatMulKernel : public Kernel {
     return try_create_with(p, bias_src1, dt::f32);
   }
 
+  // The matmul's attributes: alpha as the output scale, the Bias as a binary add of `bias_src1` (none
+  // when empty) and this node's post-op chain with the residual Z as `z`; nullopt when oneDNN has no such
+  // post-op. Throws dnnl::error as oneDNN does.
+  std::optional<dnnl::primitive_attr> make_attr(const md& bias_src1, const md& z, int& bias_po, int& z_po) const {
+    dnnl::primitive_attr attr;
+    if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
+    dnnl::post_ops po;
+    bias_po = -1;
+    if (!bias_src1.is_zero()) {
+      bias_po = po.len();
+      po.append_binary(dnnl::algorithm::binary_add, bias_src1);
+    }
+    if (!append_chain(po, z, z_po)) return std::nullopt;
+    attr.set_post_ops(po);
+    return attr;
+  }
+
   bool try_create_with(MatMulPlan& p, const md& bias_src1, dt in_type) {
     try {
-      dnnl::primitive_attr attr;
-      if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
-      dnnl::post_ops po;
-      p.bias_po = -1;
-      if (!bias_src1.is_zero()) {
-        p.bias_po = po.len();
-        po.append_binary(dnnl::algorithm::binary_add, bias_src1);
-      }
-      if (!append_chain(po, p.z_md, p.z_po)) return false;
-      attr.set_post_ops(po);
+      const std::optional<dnnl::primitive_attr> attr = make_attr(bias_src1, p.z_md, p.bias_po, p.z_po);
+      if (!attr) return false;
+      p.bias_src1 = bias_src1;
       const md wei_any(p.wei_md.dims(), in_type, tag::any);
       dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_out);
-      p.pd = dnnl::matmul::primitive_desc(d, attr, engine());
+      p.pd = dnnl::matmul::primitive_desc(d, *attr, engine());
       // oneDNN's reference implementations ("ref:any") run at a few hundred MFLOP/s: never taken.
       if (is_reference_impl(p.pd)) return false;
       p.prim = dnnl::matmul(p.pd);
@@ -432,6 +449,19 @@ class MatMulKernel : public Kernel {
     } catch (const dnnl::error&) {
       return false;
     }
+  }
+
+  // A bf16 plan of a Linear layer (2-D dense bf16 A, packed constant B, the Bias a row vector) in blocks
+  // of rows where matmul_row_blocks.h says that gains.
+  void make_row_blocks(MatMulPlan& p, int64_t rows, int64_t K, int64_t N) {
+    if (!bf16_ || p.src_in == p.src_md || dims_of(p.src_in).size() != 2 || p.bias_materialized || p.bias_after) return;
+    p.row_blocks = MatMulRowBlocks::make(rows, K, N, p.wei_packed, p.dst_out.data_type(), z_input_ >= 0, [&](const md& z) {
+      int bias_po = -1, z_po = -1;
+      std::optional<dnnl::primitive_attr> attr = make_attr(p.bias_src1, z, bias_po, z_po);
+      if (!attr || bias_po != p.bias_po || z_po != p.z_po) throw dnnl::error(dnnl_unimplemented, "another post-op chain");
+      return *attr;
+    });
+    if (p.row_blocks && impl_.find("+row_blocks") == std::string::npos) impl_ += "+row_blocks";
   }
 
   Result<MatMulPlan*> plan_for(const std::vector<int64_t>& ad, const std::vector<int64_t>& bd,
@@ -545,6 +575,7 @@ class MatMulKernel : public Kernel {
         }
         FERRY_ASSIGN_OR_RETURN(plan->packed_b, make_tensor(DType::kFloat32, dims_of(plan->wei_md), plan->pd.weights_desc()));
         reorder(as_memory(*const_b, plan->wei_md), as_memory(plan->packed_b, plan->pd.weights_desc()));
+        make_row_blocks(*plan, rows, K, N);
       }
     }
     plans_.push_back(std::move(plan));
