@@ -1,6 +1,7 @@
 """Where a model's time goes in ferry and in its peers, node by node: what bounds a benchmark row.
 
-    bench/breakdown.py MODEL [--batch 1] [--threads 2] [--runs 20] [--top 12] [--json OUT.json]
+    bench/breakdown.py MODEL [--batch 1] [--threads 2] [--runs 20] [--top 12] [--precision fp32|bf16]
+                       [--json OUT.json]
 
 MODEL is a suite model's name (its export in the cache, `bench/run.sh --suite full --list`) or an .onnx
 path with --info INFO.json. All three runtimes get the same random inputs. ferry runs `ferry profile`
@@ -9,7 +10,9 @@ their profilers on (bench/peers/profile_peer.py), set up as their `ferry bench` 
 each runtime's total, its time by op type, and ferry's slowest nodes with the same nodes in the peers
 (matched by the ONNX node names a ferry kernel covers), their GFLOP/s and share of the machine's peak.
 Profilers add a little time per node: compare the breakdowns with each other, the totals with `ferry
-bench`. Only the standard library is used here, as in run.py.
+bench`. With --precision bf16, ferry profiles at `--precision bf16` against OpenVINO at
+INFERENCE_PRECISION_HINT=bf16 (ONNX Runtime's CPU provider has no bf16 mode, so it is left out), as
+`bench/run.sh --precisions fp32,bf16` pairs them. Only the standard library is used here, as in run.py.
 """
 import argparse
 import json
@@ -54,13 +57,14 @@ def ferry_profile(a, model, info, inputs, out):
     with open(info) as f:
         shapes = input_shapes(json.load(f), a.batch)  # fixed before preparing: FLOPs per node are known
     run([a.ferry, "profile", model, "--inputs", inputs, "--threads", str(a.threads), "--runs", str(a.runs),
-         "--json", out] + shapes, "ferry profile")
+         "--precision", getattr(a, "precision", "fp32"), "--json", out] + shapes, "ferry profile")
     with open(out) as f:
         return json.load(f)
 
 
 def peer_profile(a, runtime, model, inputs, out):
-    run([venv_python(), "-s", "-E", PEER_SCRIPT, runtime, model, inputs, str(a.threads), str(a.runs), out],
+    precision = ["bf16"] if getattr(a, "precision", "fp32") == "bf16" else []  # OpenVINO's hint; fp32 is the script's default
+    run([venv_python(), "-s", "-E", PEER_SCRIPT, runtime, model, inputs, str(a.threads), str(a.runs), out] + precision,
         runtime + " profile")
     with open(out) as f:
         return json.load(f)
@@ -73,7 +77,8 @@ def profiles(a, model, info):
         run([venv_python(), "-s", "-E", PEER_SCRIPT, "inputs", model, info, str(a.batch), inputs], "inputs")
         prof = ferry_profile(a, model, info, inputs, os.path.join(tmp, "ferry.json"))
         peers = {r: peer_profile(a, r, model, inputs, os.path.join(tmp, r + ".json"))
-                 for r in PEERS if not (r == "openvino" and getattr(a, "no_openvino", False))}
+                 for r in PEERS if not (r == "openvino" and getattr(a, "no_openvino", False)) and
+                 not (r == "onnxruntime" and getattr(a, "precision", "fp32") == "bf16")}
     return prof, peers
 
 
@@ -110,8 +115,8 @@ def gflops(flops, ms):
 
 def report(a, name, prof, peers):
     peak = prof.get("peak_gflops")
-    lines = ["breakdown: %s batch %d, %d threads; fp32 peak %s GFLOP/s" % (
-        name, a.batch, a.threads, "%.0f" % peak if peak else "?")]
+    lines = ["breakdown: %s batch %d, %d threads, %s; fp32 peak %s GFLOP/s" % (
+        name, a.batch, a.threads, getattr(a, "precision", "fp32"), "%.0f" % peak if peak else "?")]
     lines.append("  total per run: ferry %.2f ms (sum of kernels)" % prof["total_ms"] + "".join(
         ", %s %.2f ms (median wall)" % (r, p["total_ms"]) for r, p in peers.items()))
     lines.append("")
@@ -154,6 +159,8 @@ def main():
     ap.add_argument("--top", type=int, default=12, help="rows per table")
     ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
     ap.add_argument("--no-openvino", action="store_true")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: ferry at --precision bf16 against OpenVINO at its bf16 hint (no ONNX Runtime)")
     ap.add_argument("--json", help="also write every runtime's nodes as JSON")
     a = ap.parse_args()
     model, info = resolve(a.model, a.info)
@@ -165,7 +172,8 @@ def main():
     print(report(a, name, prof, peers))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"model": name, "batch": a.batch, "threads": a.threads, "ferry": prof, "peers": peers}, f,
+            json.dump({"model": name, "batch": a.batch, "threads": a.threads, "precision": a.precision,
+                       "ferry": prof, "peers": peers}, f,
                       indent=1)
 
 

@@ -2,10 +2,11 @@
 
     python -s -E bench/peers/profile_peer.py inputs MODEL.onnx INFO.json BATCH OUT.npz
     python -s -E bench/peers/profile_peer.py onnxruntime|openvino MODEL.onnx INPUTS.npz THREADS RUNS OUT.json
+    python -s -E bench/peers/profile_peer.py openvino MODEL.onnx INPUTS.npz THREADS RUNS OUT.json f32|bf16
 
 `inputs` writes the random inputs all three runtimes then share (floats uniform in [-1, 1), integers 0..9,
 seed 0, as ferry's own). The runtimes are set up as their `ferry bench` peers are (onnxruntime_peer.py,
-openvino_peer.py: same threads, one stream, fp32) plus their own profilers: ONNX Runtime's
+openvino_peer.py: same threads, one stream, fp32, or OpenVINO at INFERENCE_PRECISION_HINT=bf16) plus their own profilers: ONNX Runtime's
 `enable_profiling` trace (each node's kernel time), OpenVINO's PERF_COUNT (`get_profiling_info`, each
 executed node's real time and its implementation, e.g. `jit_avx512_FP32`). OUT.json:
 {"runtime", "version", "total_ms" (median wall time of a run), "runs", "nodes": [{name, type, impl, ms}]}
@@ -87,13 +88,13 @@ def profile_onnxruntime(model, feeds, threads, runs):
     return ort.__version__, total_ms, out
 
 
-def profile_openvino(model, feeds, threads, runs):
+def profile_openvino(model, feeds, threads, runs, precision="f32"):
     import openvino as ov
     core = ov.Core()
     m = core.read_model(model)
     m.reshape({p: ov.PartialShape(list(feeds[p.get_any_name()].shape)) for p in m.inputs})
     compiled = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
-                                             "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32",
+                                             "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": precision,
                                              "PERF_COUNT": True})
     req = compiled.create_infer_request()
     feeds = {p.get_any_name(): feeds[p.get_any_name()] for p in m.inputs}
@@ -118,12 +119,15 @@ def main():
     if len(sys.argv) == 6 and sys.argv[1] == "inputs":
         write_inputs(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
         return
-    if len(sys.argv) != 7 or sys.argv[1] not in ("onnxruntime", "openvino"):
+    if len(sys.argv) not in (7, 8) or sys.argv[1] not in ("onnxruntime", "openvino") or \
+            (len(sys.argv) == 8 and (sys.argv[1] != "openvino" or sys.argv[7] not in ("f32", "bf16"))):
         common.fail(__doc__.strip().splitlines()[2], 2)
-    runtime, model, inputs, threads, runs, out = sys.argv[1:]
+    runtime, model, inputs, threads, runs, out = sys.argv[1:7]
     feeds = common.load_inputs(inputs)
-    fn = profile_onnxruntime if runtime == "onnxruntime" else profile_openvino
-    version, total_ms, nodes = fn(model, feeds, int(threads), int(runs))
+    if runtime == "onnxruntime":
+        version, total_ms, nodes = profile_onnxruntime(model, feeds, int(threads), int(runs))
+    else:
+        version, total_ms, nodes = profile_openvino(model, feeds, int(threads), int(runs), *sys.argv[7:])
     with open(out, "w") as f:
         json.dump({"runtime": runtime, "version": version, "total_ms": total_ms, "runs": int(runs),
                    "nodes": sorted(nodes, key=lambda n: -n["ms"])}, f, indent=1)
