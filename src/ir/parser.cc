@@ -397,7 +397,7 @@ class Parser {
       return a;
     }
     if (c == '[') {
-      lx.expect('[');
+      FERRY_RETURN_IF_ERROR(lx.expect('['));
       char first = lx.peek();
       if (first == '"') {
         a.kind = Attribute::Kind::kStrings;
