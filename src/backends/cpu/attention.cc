@@ -64,9 +64,8 @@ void zero_nans(void* data, size_t bytes, bool bf16) {
   }
 }
 
-constexpr size_t kScratchAlign = 64;
-
-size_t aligned_size(size_t bytes) { return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
+// Tensor buffers are 64-byte aligned; the probabilities start at the next 64 bytes after the scores.
+size_t aligned_size(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // A block's scores and probabilities live in one buffer per calling thread that every attention node
 // shares (a session runs its nodes one after another on that thread). Each node kept its own before:
@@ -74,11 +73,12 @@ size_t aligned_size(size_t bytes) { return (bytes + kScratchAlign - 1) / kScratc
 // came, where a shared block is still warm from the attention before. A test program running the three
 // stages with 16 MB read between calls: 0.76 ms with twelve blocks in turn, 0.43 ms with one (64 MB
 // between: 0.85 and 0.55; 2 threads, Intel Xeon with AMX).
-char* block_scratch(size_t bytes) {
-  thread_local std::vector<char> buf;
-  if (buf.size() < bytes + kScratchAlign) buf.resize(bytes + kScratchAlign);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + (kScratchAlign - addr % kScratchAlign) % kScratchAlign;
+Result<char*> block_scratch(size_t bytes) {
+  thread_local Tensor buf;
+  if (!buf.defined() || static_cast<size_t>(buf.numel()) < bytes) {
+    FERRY_ASSIGN_OR_RETURN(buf, Tensor::create_uninit(DType::kUInt8, {static_cast<int64_t>(bytes)}));
+  }
+  return static_cast<char*>(buf.raw());
 }
 
 md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
@@ -208,7 +208,7 @@ class AttentionKernel : public Kernel {
     auto* v_in = static_cast<char*>(bf16 && !dense_bf16(*v) ? p->v16.raw() : const_cast<void*>(v->raw()));
     const int64_t in_size = bf16 ? 2 : 4;
     const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
-    char* scratch = block_scratch(aligned_size(p->scores_bytes) + p->probs_bytes);
+    FERRY_ASSIGN_OR_RETURN(char* scratch, block_scratch(aligned_size(p->scores_bytes) + p->probs_bytes));
     auto* scores = reinterpret_cast<float*>(scratch);
     char* probs = scratch + aligned_size(p->scores_bytes);
     for (int64_t b0 = 0; b0 < p->items; b0 += p->group)

@@ -106,7 +106,6 @@ struct MatMulPlan {
   BroadcastPlan bias_add;  // out += bias, planned once (the plan's dims are fixed)
   bool packed_b_wanted = false;  // B is constant: weights in format `any`, reordered once
   int bias_po = -1, z_po = -1;  // post-op indices of the binary adds
-  md bias_src1;                 // the Bias post-op's descriptor (empty without one)
   std::unique_ptr<MatMulRowBlocks> row_blocks;  // bf16, K >= 2N: a block of rows per thread
   // The MKL path: rows x K times the pack, then `epilogue`, a binary add of the Bias (or of
   // `epilogue_zero`) carrying the post-ops, the residual Z at post-op `epilogue_z_po`.
@@ -438,7 +437,6 @@ class MatMulKernel : public Kernel {
     try {
       const std::optional<dnnl::primitive_attr> attr = make_attr(bias_src1, p.z_md, p.bias_po, p.z_po);
       if (!attr) return false;
-      p.bias_src1 = bias_src1;
       const md wei_any(p.wei_md.dims(), in_type, tag::any);
       dnnl::matmul::desc d(p.src_in, p.packed_b_wanted ? wei_any : p.wei_in, p.dst_out);
       p.pd = dnnl::matmul::primitive_desc(d, *attr, engine());
@@ -455,10 +453,12 @@ class MatMulKernel : public Kernel {
   // of rows where matmul_row_blocks.h says that gains.
   void make_row_blocks(MatMulPlan& p, int64_t rows, int64_t K, int64_t N) {
     if (!bf16_ || p.src_in == p.src_md || dims_of(p.src_in).size() != 2 || p.bias_materialized || p.bias_after) return;
+    // The whole matmul's chain (the Bias, a row vector here, is bias_md where it has one), Z per block.
+    const md bias_src1 = p.bias_po >= 0 ? p.bias_md : md();
     p.row_blocks = MatMulRowBlocks::make(rows, K, N, p.wei_packed, p.dst_out.data_type(), z_input_ >= 0, [&](const md& z) {
       int bias_po = -1, z_po = -1;
-      std::optional<dnnl::primitive_attr> attr = make_attr(p.bias_src1, z, bias_po, z_po);
-      if (!attr || bias_po != p.bias_po || z_po != p.z_po) throw dnnl::error(dnnl_unimplemented, "another post-op chain");
+      std::optional<dnnl::primitive_attr> attr = make_attr(bias_src1, z, bias_po, z_po);
+      if (!attr) throw dnnl::error(dnnl_unimplemented, "no such post-op chain");
       return *attr;
     });
     if (p.row_blocks && impl_.find("+row_blocks") == std::string::npos) impl_ += "+row_blocks";

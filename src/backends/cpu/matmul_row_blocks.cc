@@ -55,12 +55,12 @@ std::unique_ptr<MatMulRowBlocks> MatMulRowBlocks::make(
   } catch (const dnnl::error&) {
     return nullptr;
   }
+  b->streams_.reserve(threads, b->scratchpad_bytes_);
   return b;
 }
 
 Result<bool> MatMulRowBlocks::run(const std::unordered_map<int, dnnl::memory>& args, int z_po) {
   if (omp_get_max_threads() != threads_) return false;
-  streams_.reserve(threads_, scratchpad_bytes_);
   const dnnl::memory& src = args.at(DNNL_ARG_SRC);
   const dnnl::memory& dst = args.at(DNNL_ARG_DST);
   const size_t dst_elem = element_bytes(dst.get_desc().data_type());
