@@ -1,9 +1,9 @@
 // LSTM, GRU and RNN (float32, the default activations) on GEMMs instead of the reference kernel's
 // per-element dot products: per direction the input projection of every step at once (one
-// [seq*batch, input] x [input, gates*hidden] sgemm, both biases folded in where the cell adds them
-// together), then per step the recurrent projection ([batch, hidden] x [hidden, gates*hidden]) and the
-// cell's elementwise update. The recurrence is sequential in time; the GEMMs are the parallel part
-// (oneDNN's sgemm on OpenMP). Semantics as ops/util/control_rnn.cc (directions, sequence_lens, initial
+// [seq*batch, input] x [input, gates*hidden] sgemm on every thread, both biases folded in where the
+// cell adds them together), then the steps on one thread team (rnn_team.h: each thread the
+// recurrent product and the cells of its block of hidden units, one barrier a step); an LSTM with a
+// batch of 2 or more on oneDNN's lstm_forward where that has a brgemm kernel (rnn_onednn.h). Semantics as ops/util/control_rnn.cc (directions, sequence_lens, initial
 // states, clip, peepholes, input_forget, linear_before_reset, layout); any input it does not take as
 // given (bad sizes, other dtypes) goes to the reference kernel, which reports the error in its words.
 #include <algorithm>
@@ -16,13 +16,17 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/rnn_onednn.h"
-#include "backends/cpu/vec_math.h"
-#include "backends/cpu/vec_rnn.h"
+#include "backends/cpu/rnn_team.h"
 #include "ops/op.h"
 
 namespace ferry::backends::cpu {
 
 namespace {
+
+// From this batch up an LSTM runs on oneDNN's lstm_forward (AVX-512: brgemm) instead of the thread
+// team. lstm_2layer (hidden 512, 100 steps), ms, oneDNN / team, Intel Xeon with AMX, 2 threads:
+// batch 2 34.4/17.1, 4 36.1/18.8, 8 46.1/38.2, 16 68.5/71.2, 32 115.8/145.3.
+constexpr int64_t kOnednnLstmMinBatch = 16;
 
 struct Cell {
   int gates;
@@ -57,29 +61,14 @@ bool rnn_supports(const ir::Node& n, const CpuOptions&) {
   return true;
 }
 
-// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1. `threads` 0: oneDNN's sgemm (every
-// thread; a GEMM worth the name). Otherwise a step's small product (M = batch) as vectorized matvecs, B's
-// rows split into `threads` fixed blocks: each thread reads the same block of the recurrent weights every
-// step, so a weight matrix larger than one core's L2 stays in the cores' caches together.
-void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C, int threads = 0) {
+// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1, on oneDNN's sgemm (every thread).
+void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0) std::fill(C, C + M * N, 0.0f);
     return;
   }
-  if (threads == 0) {
-    dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
-    return;
-  }
-  if (beta == 0) std::fill(C, C + M * N, 0.0f);
-  const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
-  const int64_t blocks = (N + block - 1) / block;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && blocks > 1)
-  for (int64_t t = 0; t < blocks; ++t) {
-    const int64_t lo = t * block, n = std::min(N, lo + block) - lo;
-    for (int64_t m = 0; m < M; ++m)
-      vec_matvec_bt(A + m * K, B + lo * K, C + m * N + lo, static_cast<size_t>(n), static_cast<size_t>(K));
-  }
+  dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
 }
 
 // Everything one run needs, read from the inputs (float32, checked against each other).
@@ -101,9 +90,9 @@ class RnnKernel : public Kernel {
     for (int i : {1, 2, 3, 7})  // W, R, B, P
       if (i < node.num_inputs() && node.has_input(i) && !node.inputs[i]->is_constant()) weights_constant_ = false;
   }
-  // The path the last run took: oneDNN's LSTM (rnn_onednn.h) or this file's GEMMs.
+  // The path the last run took: oneDNN's LSTM (rnn_onednn.h) or the thread team (rnn_team.h).
   std::string name() const override {
-    return lstm_ && used_onednn_ ? "cpu:onednn:lstm:" + lstm_->impl() : "cpu:sgemm:" + lower(node_.op_type);
+    return lstm_ && used_onednn_ ? "cpu:onednn:lstm:" + lstm_->impl() : "cpu:vec:rnn_team:" + lower(node_.op_type);
   }
 
   Status run(ops::KernelContext& ctx) override {
@@ -124,99 +113,17 @@ class RnnKernel : public Kernel {
     }
     std::vector<std::vector<float>> xw(r.dirs, std::vector<float>(r.seq * B * GH));
     for (int64_t d = 0; d < r.dirs; ++d) project_inputs(r, d, xw[d]);  // big GEMMs: every thread
-    zeros(H);
-    // A step's product has M = batch rows: for a few rows, matvecs on a fixed share of the threads each
-    // (a bidirectional layer's directions side by side), else oneDNN's sgemm.
-    const int threads = std::max(1, omp_get_max_threads());
-    const int dir_threads = static_cast<int>(std::min<int64_t>(r.dirs, threads));
-    const int step_threads = B <= 4 ? std::max(1, threads / dir_threads) : 0;
-    if (dir_threads > 1) {
-#pragma omp parallel for num_threads(dir_threads)
-      for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
-    } else {
-      // Not inside a parallel region (even an inactive one): the steps' team must be a first level.
-      for (int64_t d = 0; d < r.dirs; ++d) recur(r, d, xw[d], step_threads, y, yh, yc);
-    }
+    FERRY_ASSIGN_OR_RETURN(const RecurrentTeam* team, team_for(r));
+    TeamRun t;
+    t.seq = r.seq, t.batch = B, t.hidden = H, t.dirs = r.dirs, t.batch_first = r.batch_first;
+    t.reverse = direction_ == "reverse";
+    t.xw = &xw, t.rb = r.b, t.p = r.p, t.h0 = r.h0, t.c0 = r.c0, t.lens = r.lens.data();
+    t.y = y.data(), t.yh = yh.data(), t.yc = yc.data();
+    team->run(t);
     return write_outputs(ctx, r, y, yh, yc);
   }
 
  private:
-  // Direction d's steps over its input projections `xw`, writing its part of y, yh and yc.
-  void recur(const RnnRun& r, int64_t d, std::vector<float>& xw, int step_threads, std::vector<float>& y,
-             std::vector<float>& yh, std::vector<float>& yc) const {
-    const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
-    std::vector<float> step(B * GH), h(B * H), c(B * H), rh(B * H), hh(B * H);
-    for (int64_t bi = 0; bi < B; ++bi) {
-      std::copy_n(r.h0 ? r.h0 + state_offset(r, d, bi) : zeros_.data(), H, h.data() + bi * H);
-      std::copy_n(r.c0 ? r.c0 + state_offset(r, d, bi) : zeros_.data(), H, c.data() + bi * H);
-    }
-    const float* rd = r.r + d * GH * H;
-    const float* bd = r.b ? r.b + d * 2 * GH : nullptr;
-    const bool reverse = direction_ == "reverse" || d == 1;
-    auto time_of = [&](int64_t s) { return reverse ? r.seq - 1 - s : s; };
-    const bool gru = node_.op_type == "GRU";
-    if (step_threads > 1 && !(gru && !linear_before_reset_)) {
-      // One team for all steps: each thread multiplies the same block of R's rows every step (the
-      // block stays in its core's cache), then one thread updates the cells. Two barriers a step
-      // instead of a fork and join per product.
-#pragma omp parallel num_threads(step_threads)
-      {
-        const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-        const int64_t block = ((GH + nt - 1) / nt + 15) / 16 * 16;
-        const int64_t lo = std::min(GH, tid * block), hi = std::min(GH, lo + block);
-        for (int64_t s = 0; s < r.seq; ++s) {
-          const int64_t t = time_of(s);
-          for (int64_t bi = 0; bi < B; ++bi) {
-            std::copy(xw.data() + row_of(r, t, bi) * GH + lo, xw.data() + row_of(r, t, bi) * GH + hi, step.data() + bi * GH + lo);
-            // GRU: rows of the z and r gates add into the step; the hidden gate's go to hh.
-            const int64_t split = gru ? std::clamp<int64_t>(2 * H, lo, hi) : hi;
-            if (split > lo) vec_matvec_bt(h.data() + bi * H, rd + lo * H, step.data() + bi * GH + lo, split - lo, H);
-            if (hi > split) {
-              std::fill(hh.data() + bi * H + (split - 2 * H), hh.data() + bi * H + (hi - 2 * H), 0.0f);
-              vec_matvec_bt(h.data() + bi * H, rd + split * H, hh.data() + bi * H + (split - 2 * H), hi - split, H);
-            }
-          }
-#pragma omp barrier
-#pragma omp single
-          {
-            if (gru) gru_reset_term(r, bd, step, hh, rh);
-            update_cells(r, d, t, step, h, c, rh, y);
-          }
-        }
-      }
-    } else {
-      for (int64_t s = 0; s < r.seq; ++s) {
-        const int64_t t = time_of(s);
-        for (int64_t bi = 0; bi < B; ++bi) std::copy_n(xw.data() + row_of(r, t, bi) * GH, GH, step.data() + bi * GH);
-        if (gru) {
-          gru_step(r, rd, bd, step, h, rh, step_threads);
-        } else {
-          gemm_bt(B, GH, H, h.data(), rd, 1.0f, step.data(), step_threads);
-        }
-        update_cells(r, d, t, step, h, c, rh, y);
-      }
-    }
-    std::copy(h.begin(), h.end(), yh.begin() + d * B * H);
-    std::copy(c.begin(), c.end(), yc.begin() + d * B * H);
-  }
-
-  // The cells of step t for every batch row still within its length (others keep their state and
-  // output zero), and their outputs into y.
-  void update_cells(const RnnRun& r, int64_t d, int64_t t, const std::vector<float>& step, std::vector<float>& h,
-                    std::vector<float>& c, const std::vector<float>& rh, std::vector<float>& y) const {
-    const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
-    const float* pd = r.p ? r.p + d * 3 * H : nullptr;
-    for (int64_t bi = 0; bi < B; ++bi) {
-      if (t >= r.lens[bi]) continue;
-      float* hb = h.data() + bi * H;
-      const float* g = step.data() + bi * GH;
-      if (node_.op_type == "LSTM") vec_lstm_cell(g, pd, H, clip_, input_forget_, hb, c.data() + bi * H);
-      else if (node_.op_type == "GRU") vec_gru_cell(g, rh.data() + bi * H, H, clip_, hb);
-      else vec_rnn_cell(g, H, clip_, hb);
-      std::copy_n(hb, H, y.data() + ((t * r.dirs + d) * B + bi) * H);
-    }
-  }
-
   // False when the inputs are not what this kernel takes (the reference kernel then runs and reports).
   bool read_inputs(ops::KernelContext& ctx, RnnRun& r) const {
     for (int i = 0; i < 3; ++i)
@@ -261,10 +168,11 @@ class RnnKernel : public Kernel {
     return true;
   }
 
-  // oneDNN's LSTM for this run, or null: a batch of one (this file's matvec path is as fast), clip,
-  // input_forget or shorter sequences (oneDNN has none of them), or no brgemm kernel for the shape.
+  // oneDNN's LSTM for this run, or null: a batch under kOnednnLstmMinBatch (the thread team is faster
+  // there), clip, input_forget or shorter sequences (oneDNN has none of them), or no brgemm kernel for
+  // the shape.
   OnednnLstm* onednn_lstm_for(const RnnRun& r) {
-    if (node_.op_type != "LSTM" || r.batch < 2 || clip_ > 0 || input_forget_) return nullptr;
+    if (node_.op_type != "LSTM" || r.batch < kOnednnLstmMinBatch || clip_ > 0 || input_forget_) return nullptr;
     for (int64_t len : r.lens)
       if (len != r.seq) return nullptr;
     LstmShape s;
@@ -291,14 +199,20 @@ class RnnKernel : public Kernel {
     l.run(t);
   }
 
-  // Row of step t, batch row bi in X (and in the projections, which keep X's row order).
-  static int64_t row_of(const RnnRun& r, int64_t t, int64_t bi) { return r.batch_first ? bi * r.seq + t : t * r.batch + bi; }
-  static int64_t state_offset(const RnnRun& r, int64_t d, int64_t bi) {
-    return (r.batch_first ? bi * r.dirs + d : d * r.batch + bi) * r.hidden;
-  }
-  // Zeros for absent initial states, sized before the directions run (in parallel).
-  void zeros(int64_t n) {
-    if (static_cast<int64_t>(zeros_.size()) < n) zeros_.assign(n, 0.0f);
+  // The thread team for r's recurrent weights, packed again when they are not the constant ones it
+  // was made for (or the thread count changed).
+  Result<const RecurrentTeam*> team_for(const RnnRun& r) {
+    const int threads = std::max(1, omp_get_max_threads());
+    if (!team_ || !weights_constant_ || team_r_ != r.r || team_threads_ != threads) {
+      TeamCell cell;
+      cell.kind = node_.op_type == "LSTM" ? CellKind::kLstm : node_.op_type == "GRU" ? CellKind::kGru : CellKind::kRnn;
+      cell.clip = clip_, cell.input_forget = input_forget_, cell.linear_before_reset = linear_before_reset_;
+      team_ = RecurrentTeam::make(cell, r.r, r.dirs, r.hidden, threads);
+      if (!team_) return Status::error(ErrorCode::kOutOfRange, node_.label() + ": out of memory for the packed R");
+      team_r_ = r.r;
+      team_threads_ = threads;
+    }
+    return team_.get();
   }
 
   // xw[rows, GH] = X . W_d^T + Wb_d (+ Rb_d for every gate the cell adds both biases to).
@@ -314,39 +228,6 @@ class RnnKernel : public Kernel {
       for (int64_t i = 0; i < rows; ++i) std::copy(bias.begin(), bias.end(), xw.begin() + i * GH);
     }
     gemm_bt(rows, GH, r.input, r.x, r.w + d * GH * r.input, r.b ? 1.0f : 0.0f, xw.data());
-  }
-
-  // The recurrent part of a GRU step for every row: step holds x.W + biases; afterwards the z and r
-  // gates hold their pre-activations and the hidden gate's row holds x.W_h + Wb_h, while `hr` holds
-  // the recurrent term of the hidden gate (r * (h.R_h + Rb_h), or (r * h).R_h + Rb_h).
-  void gru_step(const RnnRun& r, const float* rd, const float* bd, std::vector<float>& step, const std::vector<float>& h,
-                std::vector<float>& hr, int step_threads) const {
-    const int64_t H = r.hidden, B = r.batch, GH = 3 * H;
-    const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
-    // z and r gates: h . R_zr^T added into the step rows; R's rows are [z, r, h] gates.
-    std::vector<float> zr(B * 2 * H), hh(B * H);
-    gemm_bt(B, 2 * H, H, h.data(), rd, 0.0f, zr.data(), step_threads);
-    for (int64_t bi = 0; bi < B; ++bi)
-      for (int64_t k = 0; k < 2 * H; ++k) step[bi * GH + k] += zr[bi * 2 * H + k];
-    if (linear_before_reset_) {
-      gemm_bt(B, H, H, h.data(), rd + 2 * H * H, 0.0f, hh.data(), step_threads);
-      gru_reset_term(r, bd, step, hh, hr);
-    } else {
-      std::vector<float> rh(B * H);
-      for (int64_t bi = 0; bi < B; ++bi) vec_gru_reset(step.data() + bi * GH + H, h.data() + bi * H, nullptr, H, clip_, rh.data() + bi * H);
-      gemm_bt(B, H, H, rh.data(), rd + 2 * H * H, 0.0f, hh.data(), step_threads);
-      for (int64_t bi = 0; bi < B; ++bi)
-        for (int64_t k = 0; k < H; ++k) hr[bi * H + k] = hh[bi * H + k] + (rb_h ? rb_h[k] : 0.0f);
-    }
-  }
-
-  // linear_before_reset: the hidden gate's recurrent term r * (h.R_h + Rb_h), from hh = h.R_h.
-  void gru_reset_term(const RnnRun& r, const float* bd, const std::vector<float>& step, const std::vector<float>& hh,
-                      std::vector<float>& hr) const {
-    const int64_t H = r.hidden, GH = 3 * H;
-    const float* rb_h = bd ? bd + GH + 2 * H : nullptr;
-    for (int64_t bi = 0; bi < r.batch; ++bi)
-      vec_gru_reset(step.data() + bi * GH + H, hh.data() + bi * H, rb_h, H, clip_, hr.data() + bi * H);
   }
 
   Status write_outputs(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& y, const std::vector<float>& yh,
@@ -383,7 +264,9 @@ class RnnKernel : public Kernel {
   float clip_ = 0;
   bool input_forget_ = false, linear_before_reset_ = false;
   const ops::OpSchema* reference_ = nullptr;
-  std::vector<float> zeros_;
+  std::unique_ptr<RecurrentTeam> team_;
+  const float* team_r_ = nullptr;  // the R team_ was packed from
+  int team_threads_ = 0;
   LstmShape lstm_shape_;                 // the shape lstm_ was made for (or found no kernel for)
   std::unique_ptr<OnednnLstm> lstm_;
   std::vector<const float*> prepared_;  // the constant W, R, B, P lstm_'s weights were copied from

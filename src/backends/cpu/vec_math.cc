@@ -156,36 +156,6 @@ float SumF32(const float* HWY_RESTRICT x, size_t n) {
   return sum;
 }
 
-void MatVecBtF32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t n, size_t k) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const size_t kv = k - k % N;
-  size_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const float* b0 = b + j * k;
-    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-    for (size_t i = 0; i < kv; i += N) {
-      const auto va = hn::LoadU(d, a + i);
-      s0 = hn::MulAdd(va, hn::LoadU(d, b0 + i), s0);
-      s1 = hn::MulAdd(va, hn::LoadU(d, b0 + k + i), s1);
-      s2 = hn::MulAdd(va, hn::LoadU(d, b0 + 2 * k + i), s2);
-      s3 = hn::MulAdd(va, hn::LoadU(d, b0 + 3 * k + i), s3);
-    }
-    float r[4] = {hn::GetLane(hn::SumOfLanes(d, s0)), hn::GetLane(hn::SumOfLanes(d, s1)), hn::GetLane(hn::SumOfLanes(d, s2)), hn::GetLane(hn::SumOfLanes(d, s3))};
-    for (size_t i = kv; i < k; ++i)
-      for (int q = 0; q < 4; ++q) r[q] += a[i] * b0[q * k + i];
-    for (int q = 0; q < 4; ++q) c[j + q] += r[q];
-  }
-  for (; j < n; ++j) {
-    const float* bj = b + j * k;
-    auto s = hn::Zero(d);
-    for (size_t i = 0; i < kv; i += N) s = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, bj + i), s);
-    float r = hn::GetLane(hn::SumOfLanes(d, s));
-    for (size_t i = kv; i < k; ++i) r += a[i] * bj[i];
-    c[j] += r;
-  }
-}
-
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace ferry::backends::cpu::HWY_NAMESPACE
@@ -198,11 +168,6 @@ HWY_EXPORT(UnaryF32);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(AccumulateRowsF32);
 HWY_EXPORT(SumF32);
-HWY_EXPORT(MatVecBtF32);
-
-void vec_matvec_bt(const float* a, const float* b, float* c, size_t n, size_t k) {
-  HWY_DYNAMIC_DISPATCH(MatVecBtF32)(a, b, c, n, k);
-}
 
 void vec_unary(VecUnary op, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n); }
 

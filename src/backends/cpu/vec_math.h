@@ -23,10 +23,6 @@ void vec_accumulate_rows(const float* x, size_t rows, size_t lanes, size_t strid
 // x[0] + ... + x[n - 1] (vector partial sums, so not in sequential order).
 float vec_sum(const float* x, size_t n);
 
-// c[j] += a . b[j * k ... j * k + k - 1] for j < n: a row vector times the transpose of b's n rows of k
-// (a recurrent cell's h . R^T), on this thread. Four rows of b at a time share the loads of a.
-void vec_matvec_bt(const float* a, const float* b, float* c, size_t n, size_t k);
-
 // The name of the instruction set the dispatch picked on this CPU ("AVX3", "AVX2", ...).
 std::string vec_math_target();
 

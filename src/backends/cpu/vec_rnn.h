@@ -16,5 +16,10 @@ void vec_gru_cell(const float* g, const float* hr, int64_t hidden, float clip, f
 void vec_gru_reset(const float* g_r, const float* x, const float* b, int64_t hidden, float clip, float* out);
 // RNN: h = tanh(g).
 void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h);
+// A recurrent step's product on one thread: C[rows, 16 * npanels] = A[rows, k] . P (+ C with
+// accumulate), A and C row-major with leading dims lda and ldc, P `npanels` panels of k rows x 16
+// floats each, 64-byte aligned (rnn_team.cc packs them).
+void vec_step_gemm(const float* a, int64_t lda, int64_t rows, int64_t k, const float* panels, int64_t npanels, float* c,
+                   int64_t ldc, bool accumulate);
 
 }  // namespace ferry::backends::cpu

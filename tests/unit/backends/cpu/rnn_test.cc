@@ -2,6 +2,7 @@
 // features: directions, batch-first layout, biases, sequence_lens, initial states, peepholes, clip,
 // input_forget and both GRU reset variants; and the kernel is the cpu one, not a reference fallback.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "unit/backends/cpu/conv_test_util.h"
 
@@ -17,17 +18,20 @@ struct RnnCase {
   bool batch_first = false, bias = true, lens = false, initial = false, peepholes = false;
   float clip = 0;
   bool input_forget = false, linear_before_reset = false;
-  int64_t batch = 3;  // above 4: each step's product on oneDNN's sgemm, else the thread team's matvecs
+  int64_t batch = 3;
+  int64_t hidden = 6;  // 40: two threads' blocks of units (32 and 8), each a part of its last panel
+  int threads = 0;     // 1: one thread runs every direction (else OpenMP's count)
   std::string name() const {
     return op + "_" + direction + (batch_first ? "_batch_first" : "") + (bias ? "" : "_nobias") + (lens ? "_lens" : "") +
            (initial ? "_initial" : "") + (peepholes ? "_peep" : "") + (clip > 0 ? "_clip" : "") +
            (input_forget ? "_input_forget" : "") + (linear_before_reset ? "_lbr" : "") +
-           (batch != 3 ? "_b" + std::to_string(batch) : "");
+           (batch != 3 ? "_b" + std::to_string(batch) : "") + (hidden != 6 ? "_h" + std::to_string(hidden) : "") +
+           (threads ? "_t" + std::to_string(threads) : "");
   }
 };
 
 void check(const RnnCase& c) {
-  const int64_t S = 5, B = c.batch, I = 7, H = 6;
+  const int64_t S = 5, B = c.batch, I = 7, H = c.hidden;
   const int64_t D = c.direction == "bidirectional" ? 2 : 1;
   const int64_t G = c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
   GraphBuilder g;
@@ -65,9 +69,12 @@ void check(const RnnCase& c) {
   ASSERT_TRUE((*backend)->supports(*graph.nodes[0])) << c.name();
   auto k = (*backend)->create_kernel(*graph.nodes[0]);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
-  EXPECT_EQ((*k)->name().rfind("cpu:sgemm:", 0), 0u) << (*k)->name();
+  EXPECT_EQ((*k)->name().rfind("cpu:vec:rnn_team:", 0), 0u) << (*k)->name();
   Tensor x = random_tensor(xdims, 1);
+  const int threads = omp_get_max_threads();
+  if (c.threads) omp_set_num_threads(c.threads);
   auto cpu = run_graph(graph, "cpu", {x});
+  omp_set_num_threads(threads);
   auto ref = run_graph(graph, "reference", {x});
   ASSERT_TRUE(cpu.ok()) << c.name() << ": " << cpu.status().to_string();
   ASSERT_TRUE(ref.ok()) << c.name() << ": " << ref.status().to_string();
@@ -85,18 +92,23 @@ std::vector<RnnCase> cases() {
         c.lens = c.initial = true;
         v.push_back(c);
       }
-  // Full-length sequences, batch 3: oneDNN's LSTM where it has a brgemm kernel (AVX-512), with initial
-  // states and peepholes in both layouts and every direction.
+  // Full-length sequences with initial states and peepholes in both layouts and every direction (at
+  // batch 16 oneDNN's LSTM, below it the thread team).
   for (const char* dir : {"forward", "reverse", "bidirectional"})
-    for (bool bf : {false, true}) v.push_back({"LSTM", dir, bf, true, false, true, true});
+    for (bool bf : {false, true})
+      for (int64_t batch : {3, 16}) {
+        RnnCase c{"LSTM", dir, bf, true, false, true, true};
+        c.batch = batch;
+        v.push_back(c);
+      }
   v.push_back({"LSTM", "bidirectional", true, false, false, true, false});
   v.push_back({"LSTM", "bidirectional", false, true, true, true, true, 0.8f, false});
   v.push_back({"LSTM", "forward", true, false, false, true, false, 0, true});
   v.push_back({"GRU", "bidirectional", false, true, true, true, false, 0.5f, false, true});
   v.push_back({"GRU", "reverse", true, true, false, false, false, 0, false, true});
   v.push_back({"RNN", "forward", false, false, true, false, false, 0.3f});
-  // Batch 6: the step products on sgemm (the LSTMs with clip or sequence_lens, which oneDNN's LSTM does
-  // not take), both GRU reset variants, both directions at once.
+  // Batch 6: the LSTMs with clip or sequence_lens (which oneDNN's LSTM does not take), both GRU reset
+  // variants, both directions at once.
   for (RnnCase c : std::vector<RnnCase>{{"GRU", "forward", false, true, false, true},
                                          {"GRU", "bidirectional", true, true, true, true, false, 0, false, true},
                                          {"GRU", "reverse", false, true, false, false, false, 0, false, true},
@@ -104,6 +116,23 @@ std::vector<RnnCase> cases() {
                                          {"LSTM", "forward", false, true, true, true, true},
                                          {"LSTM", "bidirectional", true, true, false, true, false, 0.9f}}) {
     c.batch = 6;
+    v.push_back(c);
+  }
+  // The thread team's blocks: 40 hidden units (two blocks, partial panels) at batch 1, 9 and 13 (past
+  // a register tile of rows), every cell and both GRU variants; one thread running both directions.
+  for (RnnCase c : std::vector<RnnCase>{{"GRU", "forward", false, true, true, true, false, 0, false, true},
+                                         {"GRU", "bidirectional", true, true, false, true},
+                                         {"LSTM", "forward", false, true, true, true, true, 0.7f},
+                                         {"LSTM", "reverse", true, true, false, true, true},
+                                         {"RNN", "forward", false, true, true, true}})
+    for (int64_t batch : {1, 9, 13}) {
+      c.hidden = 40;
+      c.batch = batch;
+      v.push_back(c);
+    }
+  for (RnnCase c : std::vector<RnnCase>{{"LSTM", "bidirectional", false, true, true, true, true},
+                                         {"GRU", "bidirectional", true, true, true, true}}) {
+    c.threads = 1;
     v.push_back(c);
   }
   return v;

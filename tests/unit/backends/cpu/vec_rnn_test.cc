@@ -88,5 +88,42 @@ TEST(VecRnn, RnnCellMatchesTheFormulaOnEveryTarget) {
   });
 }
 
+// The recurrent step's product (C = A . P over 16-column panels, rnn_team.cc's packing) against a
+// double loop: row counts around the register tiles (8 on AVX-512, 6 on AVX2), odd panel counts (a
+// tile of one panel after the pairs), and accumulation into C.
+TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
+  int targets = 0;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    ++targets;
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (int64_t rows : {1, 5, 8, 9, 13})
+      for (int64_t K : {1, 6, 37})
+        for (int64_t panels : {1, 2, 3})
+          for (bool accumulate : {false, true}) {
+            const int64_t lda = K + 3, ldc = panels * 16 + 5;
+            Tensor a = random_tensor({rows, lda}, 11), p = random_tensor({panels, K, 16}, 12);
+            Tensor c0 = random_tensor({rows, ldc}, 13);
+            std::vector<float> c(c0.data<float>(), c0.data<float>() + rows * ldc);
+            vec_step_gemm(a.data<float>(), lda, rows, K, p.data<float>(), panels, c.data(), ldc, accumulate);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t col = 0; col < ldc; ++col) {
+                const float before = c0.data<float>()[r * ldc + col];
+                if (col >= panels * 16) {
+                  ASSERT_EQ(c[r * ldc + col], before) << "wrote past the panels at " << r << "," << col;
+                  continue;
+                }
+                double want = accumulate ? before : 0.0;
+                for (int64_t k = 0; k < K; ++k)
+                  want += double(a.data<float>()[r * lda + k]) * p.data<float>()[((col / 16) * K + k) * 16 + col % 16];
+                ASSERT_NEAR(c[r * ldc + col], want, 1e-5 * (1 + std::abs(want)))
+                    << "rows " << rows << " K " << K << " panels " << panels << " at " << r << "," << col;
+              }
+          }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(targets, 2);
+}
+
 }  // namespace
 }  // namespace ferry::backends::cpu::testing
