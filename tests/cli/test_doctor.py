@@ -55,7 +55,9 @@ vendor = open("/proc/cpuinfo").read()
 want_gemm = ("own packed AVX2 GEMM (" if "avx512f" not in isa_flags and "avx2" in isa_flags else
              "MKL packed sgemm (" if "GenuineIntel" in vendor else "oneDNN matmul (")
 check("doctor: the GEMM choice with its reason (%s)" % want_gemm, g.startswith(want_gemm) or "without MKL" in g, g)
+check("doctor: the few-rows GEMM path is named on an AVX2 CPU", "avx2" not in isa_flags or "few-rows path" in g, g)
 outg = subprocess.run([u.FERRY, "doctor", "--cpu-gemm", "onednn"], capture_output=True, text=True).stdout
+check("doctor --cpu-gemm onednn: no few-rows path", "few-rows" not in outg.split("GEMM (fp32 Linear layers)")[1].split("\n")[0], outg)
 check("doctor --cpu-gemm onednn: the forced choice is shown", "oneDNN matmul (--cpu-gemm onednn)" in outg, outg)
 for row in ("Winograd 3x3 conv", "blocked 1x1 conv", "depthwise conv"):
     check("doctor: kernel choice row '%s'" % row, row in f, sorted(f))

@@ -132,6 +132,7 @@ class MatMulKernel : public Kernel {
   MatMulKernel(const ir::Node& node, const CpuOptions& o)
       : node_(node),
         gemm_(choose_gemm(o).used),
+        gemm_forced_(o.gemm != CpuGemm::kAuto),
         bf16_(wants_native_bf16(node, o)),
         bf16_out_(bf16_ && rounded_for_bf16_matmuls(*node.outputs[0], o)) {}
 
@@ -358,8 +359,13 @@ class MatMulKernel : public Kernel {
   // the epilogue has no oneDNN kernel.
   bool try_packed(MatMulPlan& p, const Tensor& const_b, int64_t rows, int64_t K, int64_t N) {
     if (bf16_ || alpha_ != 1.f || p.bias_materialized || const_b.rank() != 2) return false;
-    // The own GEMM first where it is chosen (CPUs without AVX-512), MKL (Intel) on the others.
-    const bool vec = gemm_ == CpuGemm::kOwn && K >= kVecMinK && N >= kVecMinN && rows >= kVecMinRows;
+    // The own GEMM first where it is chosen (CPUs without AVX-512), MKL (Intel) on the others. Up to
+    // kFewRows rows (decoder steps, batch-1 heads) the own GEMM's few-rows path on every CPU unless
+    // --cpu-gemm names another: a B-streaming product that oneDNN's matmul and MKL's packed sgemm ran
+    // slower (bench/README.md, "Few-rows Linear layers").
+    const bool few = rows <= VecPackedB::kFewRows && (gemm_ == CpuGemm::kOwn || !gemm_forced_);
+    const bool vec = K >= kVecMinK && N >= kVecMinN &&
+                     (few || (gemm_ == CpuGemm::kOwn && rows >= kVecMinRows));
     const bool mkl = gemm_ == CpuGemm::kMkl && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
     if (!mkl && !vec) return false;
     if (vec ? !ensure_pack(vec_b_, vec_pack_of, const_b, K, N) : !ensure_pack(mkl_b_, mkl_pack_of, const_b, K, N))
@@ -562,7 +568,9 @@ class MatMulKernel : public Kernel {
     if (!ok) {
       plan->reference = true;
     } else if (const_b && (fold || batch.empty()) && !ta && try_packed(*plan, *const_b, rows, K, N)) {
-      impl_ = plan->mkl_b ? "mkl:sgemm_packed" : "vec:gemm_packed_avx2";
+      impl_ = plan->mkl_b                        ? "mkl:sgemm_packed"
+              : rows <= VecPackedB::kFewRows ? "vec:gemm_few_rows"
+                                             : "vec:gemm_packed_avx2";
       if (plan->epilogue) impl_ += "+onednn:" + plan->epilogue_impl;
     } else {
       impl_ = std::string("onednn:matmul:") + plan->pd.impl_info_str();
@@ -586,6 +594,7 @@ class MatMulKernel : public Kernel {
   bool trans_a_ = false, trans_b_ = false;
   float alpha_ = 1.f, beta_ = 1.f;
   CpuGemm gemm_;  // which packed GEMM Linear layers take (choose_gemm): MKL, own, or none (oneDNN)
+  bool gemm_forced_;  // --cpu-gemm named one: it takes the few-rows products too
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
   // and the result goes, through a RoundFloat only, to native-bf16 matmuls as A only: written in bf16
   bool bf16_out_;

@@ -156,7 +156,7 @@ void RecurrentTeam::first_phase(const Member& m, Scratch& sc, const TeamRun& run
   const float* hc = h[m.dir].data() + (s % 2) * B * H;
   const float* xw = (*run.xw)[m.dir].data();
   const int64_t lda = m.panels_a * kPanel;
-  vec_step_gemm(hc, H, B, H, m.pack_a.get(), m.panels_a, sc.c_a.data(), lda, false);
+  vec_step_gemm(hc, H, B, H, m.pack_a.get(), H, m.panels_a, sc.c_a.data(), lda, false);
   for (int64_t b = 0; b < B; ++b) {
     const float* x = xw + (run.batch_first ? b * run.seq + t : t * B + b) * GH + u0;
     const float* ca = sc.c_a.data() + b * lda;
@@ -169,7 +169,7 @@ void RecurrentTeam::first_phase(const Member& m, Scratch& sc, const TeamRun& run
   const float* rb_h = hidden_gate_bias(run, m);
   if (cell_.linear_before_reset) {
     const int64_t ldb = m.panels_b * kPanel;
-    vec_step_gemm(hc, H, B, H, m.pack_b.get(), m.panels_b, sc.c_b.data(), ldb, false);
+    vec_step_gemm(hc, H, B, H, m.pack_b.get(), H, m.panels_b, sc.c_b.data(), ldb, false);
     for (int64_t b = 0; b < B; ++b)
       vec_gru_reset(sc.gates.data() + b * G * n + n, sc.c_b.data() + b * ldb, rb_h, n, cell_.clip, sc.hr.data() + b * n);
   } else {
@@ -189,7 +189,7 @@ void RecurrentTeam::update_cells(const Member& m, Scratch& sc, const TeamRun& ru
   if (cell_.kind == CellKind::kGru && !cell_.linear_before_reset) {
     const int64_t ldb = m.panels_b * kPanel;
     const float* rb_h = hidden_gate_bias(run, m);
-    vec_step_gemm(rh[d].data(), H, B, H, m.pack_b.get(), m.panels_b, sc.c_b.data(), ldb, false);
+    vec_step_gemm(rh[d].data(), H, B, H, m.pack_b.get(), H, m.panels_b, sc.c_b.data(), ldb, false);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < n; ++j) sc.hr[b * n + j] = sc.c_b[b * ldb + j] + (rb_h ? rb_h[j] : 0.0f);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/isa_probe.h"
+#include "backends/cpu/vec_rnn.h"
 
 namespace ferry::backends::cpu {
 
@@ -139,8 +140,39 @@ Result<std::shared_ptr<VecPackedB>> VecPackedB::pack(const Tensor& b, bool trans
   return p;
 }
 
+// Few rows (a decoder's step, a batch-1 classifier head): the product reads B once, so it is bound by
+// memory bandwidth rather than FMAs, and the blocked path's A packing and column blocks only add passes.
+// Each thread streams a contiguous run of panels through vec_step_gemm's register tile (every row of A
+// against two panels on AVX-512), in K slices that keep a panel pair in L2 for the row tiles after the
+// first; the last, partial panel goes through a 16-column buffer.
+void VecPackedB::multiply_few_rows(const float* a, int64_t m, float* c) const {
+  constexpr int64_t kSliceK = 1024;  // a panel pair's slice: 128 KB
+  const int64_t panels = (n_ + kNR - 1) / kNR, full = n_ / kNR, K = k_, N = n_;
+  const float* packed = data_.get();
+  const int threads = omp_get_max_threads();
+  const bool parallel = threads > 1 && panels > 1 && m * n_ * k_ >= (int64_t{1} << 18);
+#pragma omp parallel if (parallel)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t p0 = panels * t / nt, p1 = panels * (t + 1) / nt, p1_full = std::min(p1, full);
+    alignas(64) float last[kFewRows * kNR];
+    for (int64_t k0 = 0; k0 < K; k0 += kSliceK) {
+      const int64_t kc = std::min(kSliceK, K - k0);
+      if (p1_full > p0)
+        vec_step_gemm(a + k0, K, m, kc, packed + (p0 * K + k0) * kNR, K, p1_full - p0, c + p0 * kNR, N, k0 > 0);
+      if (p1 > p1_full)  // the partial last panel
+        vec_step_gemm(a + k0, K, m, kc, packed + (full * K + k0) * kNR, K, 1, last, kNR, k0 > 0);
+    }
+    if (p1 > p1_full) {
+      const int64_t cols = N - full * kNR;
+      for (int64_t r = 0; r < m; ++r) std::memcpy(c + r * N + full * kNR, last + r * kNR, cols * sizeof(float));
+    }
+  }
+}
+
 void VecPackedB::multiply(const float* a, int64_t m, float* c) const {
   if (m <= 0) return;
+  if (m <= kFewRows) return multiply_few_rows(a, m, c);
   const int64_t panels = (n_ + kNR - 1) / kNR;
   const int threads = omp_get_max_threads();
   const int64_t row_blocks = (m + kMC - 1) / kMC;

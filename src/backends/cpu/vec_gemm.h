@@ -28,6 +28,7 @@ namespace ferry::backends::cpu {
 class VecPackedB {
  public:
   static constexpr int64_t kPanel = 16;  // columns per panel
+  static constexpr int64_t kFewRows = 15;  // up to this many rows of A: multiply_few_rows
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   // C[M, N] = A[M, K] * B (A and C dense row-major), on the current OpenMP thread count.
@@ -42,6 +43,7 @@ class VecPackedB {
 
  private:
   VecPackedB() = default;
+  void multiply_few_rows(const float* a, int64_t m, float* c) const;
   int64_t k_ = 0, n_ = 0;
   bool trans_ = false;
   std::vector<int64_t> stored_dims_;

@@ -114,7 +114,7 @@ template <class D>
 constexpr size_t kTilePanels = hn::MaxLanes(D()) >= 16 ? 2 : 1;
 
 template <size_t kRows, size_t kPanels, class D>
-void StepTile(D d, const float* HWY_RESTRICT a, size_t lda, const float* HWY_RESTRICT p, size_t K,
+void StepTile(D d, const float* HWY_RESTRICT a, size_t lda, const float* HWY_RESTRICT p, size_t K, size_t ldp,
               float* HWY_RESTRICT c, size_t ldc, bool accumulate) {
   constexpr size_t L = hn::MaxLanes(D());
   static_assert(L <= 16 && 16 % L == 0, "a panel row is whole vectors");
@@ -127,7 +127,7 @@ void StepTile(D d, const float* HWY_RESTRICT a, size_t lda, const float* HWY_RES
   for (size_t k = 0; k < K; ++k) {
     hn::Vec<D> b[V];
 #pragma GCC unroll 16
-    for (size_t v = 0; v < V; ++v) b[v] = hn::Load(d, p + (v * L / 16) * K * 16 + k * 16 + v * L % 16);
+    for (size_t v = 0; v < V; ++v) b[v] = hn::Load(d, p + (v * L / 16) * ldp * 16 + k * 16 + v * L % 16);
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       const auto ar = hn::Set(d, a[r * lda + k]);
@@ -146,26 +146,28 @@ void StepTile(D d, const float* HWY_RESTRICT a, size_t lda, const float* HWY_RES
 
 // A tile of `rows` (1..kRows) rows: the template for that count.
 template <size_t kRows, size_t kPanels, class D>
-void StepTileRows(D d, size_t rows, const float* a, size_t lda, const float* p, size_t K, float* c, size_t ldc,
-                  bool accumulate) {
+void StepTileRows(D d, size_t rows, const float* a, size_t lda, const float* p, size_t K, size_t ldp, float* c,
+                  size_t ldc, bool accumulate) {
   if constexpr (kRows > 1) {
-    if (rows < kRows) return StepTileRows<kRows - 1, kPanels>(d, rows, a, lda, p, K, c, ldc, accumulate);
+    if (rows < kRows) return StepTileRows<kRows - 1, kPanels>(d, rows, a, lda, p, K, ldp, c, ldc, accumulate);
   }
-  StepTile<kRows, kPanels>(d, a, lda, p, K, c, ldc, accumulate);
+  StepTile<kRows, kPanels>(d, a, lda, p, K, ldp, c, ldc, accumulate);
 }
 
-void StepGemmF32(const float* a, int64_t lda, int64_t rows, int64_t K, const float* panels, int64_t npanels, float* c,
-                 int64_t ldc, bool accumulate) {
+void StepGemmF32(const float* a, int64_t lda, int64_t rows, int64_t K, const float* panels, int64_t panel_rows,
+                 int64_t npanels, float* c, int64_t ldc, bool accumulate) {
   const hn::ScalableTag<float> d;
   constexpr size_t R = kTileRows<decltype(d)>, P = kTilePanels<decltype(d)>;
-  const size_t k = static_cast<size_t>(K), la = static_cast<size_t>(lda), lc = static_cast<size_t>(ldc);
+  const size_t k = static_cast<size_t>(K), la = static_cast<size_t>(lda), lc = static_cast<size_t>(ldc),
+               lp = static_cast<size_t>(panel_rows);
   // Panels outer, row tiles inner: a panel pair (2 x K x 16 floats) is read from memory once per
   // call and meets every row tile from the caches.
   auto tile_rows = [&](int64_t p0, auto panels_tag) {
     constexpr size_t kP = decltype(panels_tag)::value;
     for (int64_t r0 = 0; r0 < rows; r0 += R) {
       const size_t rr = std::min<size_t>(R, static_cast<size_t>(rows - r0));
-      StepTileRows<R, kP>(d, rr, a + r0 * lda, la, panels + p0 * K * 16, k, c + r0 * ldc + p0 * 16, lc, accumulate);
+      StepTileRows<R, kP>(d, rr, a + r0 * lda, la, panels + p0 * panel_rows * 16, k, lp, c + r0 * ldc + p0 * 16, lc,
+                          accumulate);
     }
   };
   int64_t p0 = 0;
@@ -195,9 +197,9 @@ void vec_gru_reset(const float* g_r, const float* x, const float* b, int64_t hid
   HWY_DYNAMIC_DISPATCH(GruResetF32)(g_r, x, b, hidden, clip, out);
 }
 void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h) { HWY_DYNAMIC_DISPATCH(RnnCellF32)(g, hidden, clip, h); }
-void vec_step_gemm(const float* a, int64_t lda, int64_t rows, int64_t k, const float* panels, int64_t npanels, float* c,
-                   int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(StepGemmF32)(a, lda, rows, k, panels, npanels, c, ldc, accumulate);
+void vec_step_gemm(const float* a, int64_t lda, int64_t rows, int64_t k, const float* panels, int64_t panel_rows,
+                   int64_t npanels, float* c, int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(StepGemmF32)(a, lda, rows, k, panels, panel_rows, npanels, c, ldc, accumulate);
 }
 
 }  // namespace ferry::backends::cpu

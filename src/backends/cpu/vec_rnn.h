@@ -16,10 +16,11 @@ void vec_gru_cell(const float* g, const float* hr, int64_t hidden, float clip, f
 void vec_gru_reset(const float* g_r, const float* x, const float* b, int64_t hidden, float clip, float* out);
 // RNN: h = tanh(g).
 void vec_rnn_cell(const float* g, int64_t hidden, float clip, float* h);
-// A recurrent step's product on one thread: C[rows, 16 * npanels] = A[rows, k] . P (+ C with
-// accumulate), A and C row-major with leading dims lda and ldc, P `npanels` panels of k rows x 16
-// floats each, 64-byte aligned (rnn_team.cc packs them).
-void vec_step_gemm(const float* a, int64_t lda, int64_t rows, int64_t k, const float* panels, int64_t npanels, float* c,
-                   int64_t ldc, bool accumulate);
+// A recurrent step's product on one thread (and the packed GEMM's for few rows, vec_gemm.cc):
+// C[rows, 16 * npanels] = A[rows, k] . P (+ C with accumulate), A and C row-major with leading dims lda
+// and ldc, P `npanels` panels of 16 floats a row, 64-byte aligned, panel_rows (>= k) rows apart: the
+// product reads each panel's first k rows (a K slice starts inside the panels; rnn_team.cc packs k).
+void vec_step_gemm(const float* a, int64_t lda, int64_t rows, int64_t k, const float* panels, int64_t panel_rows,
+                   int64_t npanels, float* c, int64_t ldc, bool accumulate);
 
 }  // namespace ferry::backends::cpu

@@ -2,7 +2,8 @@
 // register-tile height, a last panel of 1..16 columns, several K slices and blocks, both thread
 // splits) and unpacks bit for bit (-0.0, inf and NaN included); on CPUs where it is chosen (AVX2
 // without AVX-512) Linear layers take it, with every post-op, Bias or none, the residual and Gemm's
-// transB / beta matching the reference backend, and an adopted pack serves a second batch size.
+// transB / beta matching the reference backend, and an adopted pack serves a second batch size; up to
+// 15 rows (the few-rows path) Linear layers take it on every AVX2 CPU.
 #include "unit/backends/cpu/linear_case_util.h"
 
 #include <omp.h>
@@ -42,16 +43,19 @@ TEST(VecPackedB, MultipliesAcrossTilesSlicesAndBlocks) {
     int64_t K, N;
   };
   // K 513 / 800: two / three K slices (384 + 129, 384 + 384 + 32); N 17 / 31: a last panel of 1 / 15
-  // columns; N 400: two column blocks (384 + 16), more where the threads need them.
-  for (Shape s : {Shape{1, 1}, Shape{7, 16}, Shape{300, 17}, Shape{64, 31}, Shape{513, 400}, Shape{800, 40}})
+  // columns; N 400: two column blocks (384 + 16), more where the threads need them; K 1100: two K slices
+  // of the few-rows path (1024 + 76), N 33 a partial panel in the second thread's share.
+  for (Shape s : {Shape{1, 1}, Shape{7, 16}, Shape{300, 17}, Shape{64, 31}, Shape{513, 400}, Shape{800, 40},
+                  Shape{1100, 33}})
     for (bool trans : {false, true}) {
       Tensor b = random_tensor(trans ? std::vector<int64_t>{s.N, s.K} : std::vector<int64_t>{s.K, s.N}, 11);
       auto packed = VecPackedB::pack(b, trans);
       ASSERT_TRUE(packed.ok()) << packed.status().to_string();
       EXPECT_EQ((*packed)->k(), s.K);
       EXPECT_EQ((*packed)->n(), s.N);
-      // M: every tile height (1..6 rows left over), more than one row block (144), one thread and all.
-      for (int64_t m : {1, 5, 6, 11, 150, 301})
+      // M: the few-rows path (up to 15: one and two register tiles), every tile height of the blocked
+      // path (1..6 rows left over from 16 up), more than one row block (144), one thread and all.
+      for (int64_t m : {1, 5, 6, 9, 11, 15, 16, 17, 150, 301})
         for (int threads : {1, 2}) {
           Tensor a = random_tensor({m, s.K}, 12 + m);
           Tensor c(DType::kFloat32, {m, s.N});
@@ -112,11 +116,38 @@ INSTANTIATE_TEST_SUITE_P(
                    {{"transB", int_attr(1)}, {"beta", float_attr(0.5f)}}}),
     [](const ::testing::TestParamInfo<LinearCase>& i) { return i.param.name; });
 
+// Up to 15 rows the few-rows path serves a constant B on every CPU with AVX2 (the default GEMM choice),
+// with the same epilogues; --cpu-gemm onednn keeps oneDNN's matmul.
+class CpuFewRowsMatMul : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(CpuFewRowsMatMul, TakesTheFewRowsPathAndMatchesReference) {
+  SKIP_WITHOUT_AVX2();
+  check_linear_case(GetParam(), "cpu:vec:gemm_few_rows", CpuGemm::kAuto);
+  check_linear_case(GetParam(), "cpu:onednn:matmul", CpuGemm::kOnednn);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Linear, CpuFewRowsMatMul,
+    ::testing::Values(
+        LinearCase{"one_row", "MatMul", {1, 1100}, {1100, 200}, {}, false, {}},
+        LinearCase{"decoder_step_bias_gelu", "FusedMatMul", {1, 1, 128}, {128, 250}, {250}, true,
+                   linear_post_ops({"Gelu"}, {0}, {0})},
+        LinearCase{"eight_rows_residual", "FusedMatMul", {8, 96}, {96, 80}, {80}, true, linear_post_ops({"sum"}, {0}, {0}),
+                   true},
+        LinearCase{"gemm_trans_b_beta", "Gemm", {15, 512}, {600, 512}, {600}, true,
+                   {{"transB", int_attr(1)}, {"beta", float_attr(0.5f)}}}),
+    [](const ::testing::TestParamInfo<LinearCase>& i) { return i.param.name; });
+
 // One executor, three batch sizes: the pack adopted as B's initializer serves each, and the adopted
 // initializer reads back as the original weights bit for bit.
 TEST(CpuVecGemmMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
   SKIP_UNLESS_CHOSEN();
   check_adopted_pack(256, 160, {32, 48, 20}, "cpu:vec:gemm_packed_avx2", /*exact_zero_sign=*/true, CpuGemm::kOwn);
+}
+
+TEST(CpuFewRowsMatMul, AdoptedPackServesEveryBatchAndUnpacksExactly) {
+  SKIP_WITHOUT_AVX2();
+  check_adopted_pack(256, 160, {1, 12, 4}, "cpu:vec:gemm_few_rows", /*exact_zero_sign=*/true, CpuGemm::kAuto);
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ TEST(VecRnn, RnnCellMatchesTheFormulaOnEveryTarget) {
 
 // The recurrent step's product (C = A . P over 16-column panels, rnn_team.cc's packing) against a
 // double loop: row counts around the register tiles (8 on AVX-512, 6 on AVX2), odd panel counts (a
-// tile of one panel after the pairs), and accumulation into C.
+// tile of one panel after the pairs), accumulation into C, and panels longer than the product's K
+// (the packed GEMM's K slices: each panel's first K rows are read).
 TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
   int targets = 0;
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
@@ -101,11 +102,11 @@ TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
       for (int64_t K : {1, 6, 37})
         for (int64_t panels : {1, 2, 3})
           for (bool accumulate : {false, true}) {
-            const int64_t lda = K + 3, ldc = panels * 16 + 5;
-            Tensor a = random_tensor({rows, lda}, 11), p = random_tensor({panels, K, 16}, 12);
+            const int64_t lda = K + 3, ldc = panels * 16 + 5, panel_rows = K + (accumulate ? 4 : 0);
+            Tensor a = random_tensor({rows, lda}, 11), p = random_tensor({panels, panel_rows, 16}, 12);
             Tensor c0 = random_tensor({rows, ldc}, 13);
             std::vector<float> c(c0.data<float>(), c0.data<float>() + rows * ldc);
-            vec_step_gemm(a.data<float>(), lda, rows, K, p.data<float>(), panels, c.data(), ldc, accumulate);
+            vec_step_gemm(a.data<float>(), lda, rows, K, p.data<float>(), panel_rows, panels, c.data(), ldc, accumulate);
             for (int64_t r = 0; r < rows; ++r)
               for (int64_t col = 0; col < ldc; ++col) {
                 const float before = c0.data<float>()[r * ldc + col];
@@ -115,7 +116,8 @@ TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
                 }
                 double want = accumulate ? before : 0.0;
                 for (int64_t k = 0; k < K; ++k)
-                  want += double(a.data<float>()[r * lda + k]) * p.data<float>()[((col / 16) * K + k) * 16 + col % 16];
+                  want += double(a.data<float>()[r * lda + k]) *
+                          p.data<float>()[((col / 16) * panel_rows + k) * 16 + col % 16];
                 ASSERT_NEAR(c[r * ldc + col], want, 1e-5 * (1 + std::abs(want)))
                     << "rows " << rows << " K " << K << " panels " << panels << " at " << r << "," << col;
               }
