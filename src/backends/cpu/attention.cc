@@ -4,7 +4,7 @@
 // (K read transposed through strides, `scale` as the output scale, the mask as a binary add post-op
 // when oneDNN takes its broadcast), oneDNN's softmax on the last axis in place, and a batched matmul
 // with V. The score block lives in a buffer of the calling thread's that every attention node shares
-// (block_scratch), so it is still warm in cache from the attention before. A mask broadcast oneDNN's
+// (thread_scratch.h), so it is still warm in cache from the attention before. A mask broadcast oneDNN's
 // matmul rejects is added by a loop before the softmax. Unsupported shapes run the reference kernel.
 //
 // Unmasked fp32 attention whose scores pass 1 MB per item runs in row tiles, one per thread
@@ -35,6 +35,7 @@
 #include "backends/cpu/attention_tiles.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/thread_scratch.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -66,20 +67,6 @@ void zero_nans(void* data, size_t bytes, bool bf16) {
 
 // Tensor buffers are 64-byte aligned; the probabilities start at the next 64 bytes after the scores.
 size_t aligned_size(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-// A block's scores and probabilities live in one buffer per calling thread that every attention node
-// shares (a session runs its nodes one after another on that thread). Each node kept its own before:
-// vit_b_16's twelve attentions at batch 1 in bf16 held 2.8 MB each, cold in cache whenever their turn
-// came, where a shared block is still warm from the attention before. A test program running the three
-// stages with 16 MB read between calls: 0.76 ms with twelve blocks in turn, 0.43 ms with one (64 MB
-// between: 0.85 and 0.55; 2 threads, Intel Xeon with AMX).
-Result<char*> block_scratch(size_t bytes) {
-  thread_local Tensor buf;
-  if (!buf.defined() || static_cast<size_t>(buf.numel()) < bytes) {
-    FERRY_ASSIGN_OR_RETURN(buf, Tensor::create_uninit(DType::kUInt8, {static_cast<int64_t>(bytes)}));
-  }
-  return static_cast<char*>(buf.raw());
-}
 
 md dense(const std::vector<int64_t>& dims, dt type = dt::f32) {
   return md(to_dims(dims), type, to_dims(dense_strides(dims)));
@@ -121,7 +108,7 @@ struct AttnPlan {
   int64_t group = 1;      // batch items per block: a divisor of `items`; all of them with a mask
   bool flat = false;      // no mask: Q, K, V, Y and the scores seen as 3-D [batch items, rows, cols]
   dt in_type = dt::f32;   // what the matmuls read: Q, K, V and the probabilities (bf16: copies of them)
-  // One block's scores (fp32) and, bf16, its probabilities: their bytes in block_scratch.
+  // One block's scores (fp32) and, bf16, its probabilities: their bytes in thread_scratch.
   size_t scores_bytes = 0, probs_bytes = 0;
   Tensor q16, y32;        // bf16: one block's Q, converted, and (rows blocked) its Y before the copy
   Tensor k16, v16;        // bf16: the whole K and V converted, each run
@@ -208,7 +195,7 @@ class AttentionKernel : public Kernel {
     auto* v_in = static_cast<char*>(bf16 && !dense_bf16(*v) ? p->v16.raw() : const_cast<void*>(v->raw()));
     const int64_t in_size = bf16 ? 2 : 4;
     const int64_t S = p->q[p->q.size() - 2], T = p->k[p->k.size() - 2];
-    FERRY_ASSIGN_OR_RETURN(char* scratch, block_scratch(aligned_size(p->scores_bytes) + p->probs_bytes));
+    FERRY_ASSIGN_OR_RETURN(char* scratch, thread_scratch(aligned_size(p->scores_bytes) + p->probs_bytes));
     auto* scores = reinterpret_cast<float*>(scratch);
     char* probs = scratch + aligned_size(p->scores_bytes);
     for (int64_t b0 = 0; b0 < p->items; b0 += p->group)

@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/rnn_onednn.h"
 #include "backends/cpu/rnn_team.h"
+#include "backends/cpu/thread_scratch.h"
 #include "ops/op.h"
 
 namespace ferry::backends::cpu {
@@ -25,7 +26,8 @@ namespace {
 
 // From this batch up an LSTM runs on oneDNN's lstm_forward (AVX-512: brgemm) instead of the thread
 // team. lstm_2layer (hidden 512, 100 steps), ms, oneDNN / team, Intel Xeon with AMX, 2 threads:
-// batch 2 34.4/17.1, 4 36.1/18.8, 8 46.1/38.2, 16 68.5/71.2, 32 115.8/145.3.
+// batch 2 34.4/17.1, 4 36.1/18.8, 8 46.1/38.2, 16 68.5/71.2, 32 115.8/145.3; on an AMD Zen 4 (its L2
+// holds half a thread's R) oneDNN's is 3-5% faster at batch 4 and 8 and the team 4% at batch 2 (bench/README.md).
 constexpr int64_t kOnednnLstmMinBatch = 16;
 
 struct Cell {
@@ -100,9 +102,10 @@ class RnnKernel : public Kernel {
     RnnRun r;
     if (!read_inputs(ctx, r)) return reference_->kernel(ctx);
     const int64_t H = r.hidden, B = r.batch, GH = r.G * H;
-    std::vector<float> y(r.seq * r.dirs * B * H, 0.0f), yh(r.dirs * B * H), yc(r.dirs * B * H);
+    std::vector<float> yh(r.dirs * B * H), yc(r.dirs * B * H);
     used_onednn_ = false;
     if (OnednnLstm* l = onednn_lstm_for(r)) {
+      std::vector<float> y(r.seq * r.dirs * B * H);
       try {
         run_onednn_lstm(r, *l, y, yh, yc);
         used_onednn_ = true;
@@ -111,16 +114,26 @@ class RnnKernel : public Kernel {
         return Status::internal(node_.label() + ": oneDNN's LSTM failed: " + e.what());
       }
     }
-    std::vector<std::vector<float>> xw(r.dirs, std::vector<float>(r.seq * B * GH));
-    for (int64_t d = 0; d < r.dirs; ++d) project_inputs(r, d, xw[d]);  // big GEMMs: every thread
+    // X's projections in the thread's scratch (not page-faulted in again every run); the biases are
+    // added with the recurrent products, and Y is written into the output where the run wants it.
+    const int64_t per_dir = r.seq * B * GH;
+    FERRY_ASSIGN_OR_RETURN(char* scratch, thread_scratch(static_cast<size_t>(r.dirs * per_dir) * sizeof(float)));
+    float* xw = reinterpret_cast<float*>(scratch);
+    std::vector<float> xb(r.b ? r.dirs * GH : 0);
+    for (int64_t d = 0; d < r.dirs; ++d) {  // big GEMMs: every thread
+      project_inputs(r, d, xw + d * per_dir);
+      if (r.b) fold_biases(r, d, xb.data() + d * GH);
+    }
     FERRY_ASSIGN_OR_RETURN(const RecurrentTeam* team, team_for(r));
     TeamRun t;
     t.seq = r.seq, t.batch = B, t.hidden = H, t.dirs = r.dirs, t.batch_first = r.batch_first;
     t.reverse = direction_ == "reverse";
-    t.xw = &xw, t.rb = r.b, t.p = r.p, t.h0 = r.h0, t.c0 = r.c0, t.lens = r.lens.data();
-    t.y = y.data(), t.yh = yh.data(), t.yc = yc.data();
+    t.xw = xw, t.xb = r.b ? xb.data() : nullptr, t.rb = r.b, t.p = r.p, t.h0 = r.h0, t.c0 = r.c0;
+    t.lens = r.lens.data();
+    FERRY_ASSIGN_OR_RETURN(t.y, sequence_output(ctx, r));
+    t.yh = yh.data(), t.yc = yc.data();
     team->run(t);
-    return write_outputs(ctx, r, y, yh, yc);
+    return write_states(ctx, r, yh, yc);
   }
 
  private:
@@ -215,34 +228,54 @@ class RnnKernel : public Kernel {
     return team_.get();
   }
 
-  // xw[rows, GH] = X . W_d^T + Wb_d (+ Rb_d for every gate the cell adds both biases to).
-  void project_inputs(const RnnRun& r, int64_t d, std::vector<float>& xw) const {
-    const int64_t GH = r.G * r.hidden, rows = r.seq * r.batch;
-    if (r.b) {
-      const float* wb = r.b + d * 2 * GH;
-      const float* rb = wb + GH;
-      // GRU keeps the hidden gate's Rb apart (it is scaled by r, or added after the reset product).
-      const int64_t fold = node_.op_type == "GRU" ? 2 * r.hidden : GH;
-      std::vector<float> bias(GH);
-      for (int64_t k = 0; k < GH; ++k) bias[k] = wb[k] + (k < fold ? rb[k] : 0.0f);
-      for (int64_t i = 0; i < rows; ++i) std::copy(bias.begin(), bias.end(), xw.begin() + i * GH);
-    }
-    gemm_bt(rows, GH, r.input, r.x, r.w + d * GH * r.input, r.b ? 1.0f : 0.0f, xw.data());
+  // xw[rows, GH] = X . W_d^T (its biases: fold_biases).
+  void project_inputs(const RnnRun& r, int64_t d, float* xw) const {
+    const int64_t GH = r.G * r.hidden;
+    gemm_bt(r.seq * r.batch, GH, r.input, r.x, r.w + d * GH * r.input, 0.0f, xw);
   }
 
+  // The biases direction d's gates add to X's projection: Wb_d + Rb_d, but for a GRU's hidden gate
+  // Wb_d alone (its Rb is scaled by r, or added after the reset product).
+  void fold_biases(const RnnRun& r, int64_t d, float* xb) const {
+    const int64_t GH = r.G * r.hidden;
+    const float* wb = r.b + d * 2 * GH;
+    const float* rb = wb + GH;
+    const int64_t fold = node_.op_type == "GRU" ? 2 * r.hidden : GH;
+    for (int64_t k = 0; k < GH; ++k) xb[k] = wb[k] + (k < fold ? rb[k] : 0.0f);
+  }
+
+  // Output Y ([seq, dirs, batch, hidden], batch_first [batch, seq, dirs, hidden]) for the team to
+  // write, or null when the run does not want it. Steps past a row's length stay zero, so with
+  // sequence_lens shorter than the sequence it is zeroed first.
+  Result<float*> sequence_output(ops::KernelContext& ctx, const RnnRun& r) const {
+    if (!ctx.wants_output(0)) return static_cast<float*>(nullptr);
+    const int64_t B = r.batch, S = r.seq, D = r.dirs, H = r.hidden;
+    std::vector<int64_t> dims = r.batch_first ? std::vector<int64_t>{B, S, D, H} : std::vector<int64_t>{S, D, B, H};
+    FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(0, DType::kFloat32, dims));
+    float* y = out->data<float>();
+    if (std::any_of(r.lens.begin(), r.lens.end(), [&](int64_t len) { return len < S; })) std::fill_n(y, out->numel(), 0.0f);
+    return y;
+  }
+
+  // oneDNN's LSTM results ([seq, dirs, batch, hidden] y) into the outputs.
   Status write_outputs(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& y, const std::vector<float>& yh,
                        const std::vector<float>& yc) const {
     const int64_t H = r.hidden, B = r.batch, D = r.dirs, S = r.seq;
-    if (ctx.wants_output(0)) {
-      std::vector<int64_t> dims = r.batch_first ? std::vector<int64_t>{B, S, D, H} : std::vector<int64_t>{S, D, B, H};
-      FERRY_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output_uninit(0, DType::kFloat32, dims));
-      float* o = out->data<float>();
+    FERRY_ASSIGN_OR_RETURN(float* o, sequence_output(ctx, r));
+    if (o) {
       for (int64_t t = 0; t < S; ++t)
         for (int64_t d = 0; d < D; ++d)
           for (int64_t bi = 0; bi < B; ++bi)
             std::copy_n(y.data() + ((t * D + d) * B + bi) * H, H,
                         o + (r.batch_first ? (bi * S + t) * D + d : (t * D + d) * B + bi) * H);
     }
+    return write_states(ctx, r, yh, yc);
+  }
+
+  // The final states Y_h and (LSTM) Y_c, [dirs, batch, hidden] (batch_first [batch, dirs, hidden]).
+  Status write_states(ops::KernelContext& ctx, const RnnRun& r, const std::vector<float>& yh,
+                      const std::vector<float>& yc) const {
+    const int64_t H = r.hidden, B = r.batch, D = r.dirs;
     auto state = [&](int i, const std::vector<float>& v) -> Status {
       if (!ctx.wants_output(i)) return Status();
       std::vector<int64_t> dims = r.batch_first ? std::vector<int64_t>{B, D, H} : std::vector<int64_t>{D, B, H};

@@ -154,16 +154,24 @@ void RecurrentTeam::first_phase(const Member& m, Scratch& sc, const TeamRun& run
   const int64_t H = hidden_, B = run.batch, G = cell_.gates(), GH = G * H, n = m.n, u0 = m.u0;
   const int64_t t = time_of(run, m.dir, s);
   const float* hc = h[m.dir].data() + (s % 2) * B * H;
-  const float* xw = (*run.xw)[m.dir].data();
+  const float* xw = run.xw + m.dir * run.seq * B * GH;
+  const float* xb = run.xb ? run.xb + m.dir * GH + u0 : nullptr;
   const int64_t lda = m.panels_a * kPanel;
   vec_step_gemm(hc, H, B, H, m.pack_a.get(), H, m.panels_a, sc.c_a.data(), lda, false);
   for (int64_t b = 0; b < B; ++b) {
     const float* x = xw + (run.batch_first ? b * run.seq + t : t * B + b) * GH + u0;
     const float* ca = sc.c_a.data() + b * lda;
     float* g = sc.gates.data() + b * G * n;
-    for (int64_t gi = 0; gi < m.gates_a; ++gi)
-      for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j];
-    if (cell_.kind == CellKind::kGru) std::copy_n(x + 2 * H, n, g + 2 * n);
+    for (int64_t gi = 0; gi < m.gates_a; ++gi) {
+      if (xb) {
+        for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j] + xb[gi * H + j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j];
+      }
+    }
+    if (cell_.kind == CellKind::kGru) {
+      for (int64_t j = 0; j < n; ++j) g[2 * n + j] = x[2 * H + j] + (xb ? xb[2 * H + j] : 0.0f);
+    }
   }
   if (cell_.kind != CellKind::kGru) return;
   const float* rb_h = hidden_gate_bias(run, m);
@@ -211,7 +219,10 @@ void RecurrentTeam::update_cells(const Member& m, Scratch& sc, const TeamRun& ru
         vec_rnn_cell(g, n, cell_.clip, hb);
         break;
     }
-    std::copy_n(hb, n, run.y + ((t * dirs_ + d) * B + b) * H + u0);
+    if (run.y) {
+      const int64_t row = run.batch_first ? (b * run.seq + t) * dirs_ + d : (t * dirs_ + d) * B + b;
+      std::copy_n(hb, n, run.y + row * H + u0);
+    }
   }
 }
 

@@ -30,15 +30,18 @@ struct TeamRun {
   int64_t seq = 0, batch = 0, hidden = 0, dirs = 1;
   bool batch_first = false;
   bool reverse = false;  // a single direction that runs backwards ("reverse")
-  // Per direction: X . W^T plus the biases the cell adds (GRU: the hidden gate's Rb apart), rows in
-  // X's order (step-major, or batch-major with batch_first), G * hidden columns.
-  const std::vector<std::vector<float>>* xw = nullptr;
+  // Per direction, one after the other: X . W^T, rows in X's order (step-major, or batch-major with
+  // batch_first), G * hidden columns.
+  const float* xw = nullptr;
+  const float* xb = nullptr;     // [dirs, G * hidden] the biases added to it (GRU: the hidden gate's Rb apart), or null
   const float* rb = nullptr;     // [dirs, 2 * G * hidden] biases (the GRU hidden gate's Rb is read here), or null
   const float* p = nullptr;      // LSTM peepholes [dirs, 3 * hidden], or null
   const float* h0 = nullptr;     // initial states [dirs, batch, hidden] ([batch, dirs, hidden] batch_first), or null
   const float* c0 = nullptr;
   const int64_t* lens = nullptr;  // per batch row: steps t >= lens keep the state and output zero
-  float* y = nullptr;              // [seq, dirs, batch, hidden], zero-filled by the caller
+  // Y ([seq, dirs, batch, hidden], batch_first [batch, seq, dirs, hidden]), its steps past a row's
+  // length zero-filled by the caller; or null (not wanted).
+  float* y = nullptr;
   float* yh = nullptr;             // final states [dirs, batch, hidden]
   float* yc = nullptr;
 };
