@@ -7,6 +7,9 @@
 // (thread_scratch.h), so it is still warm in cache from the attention before. A mask broadcast oneDNN's
 // matmul rejects is added by a loop before the softmax. Unsupported shapes run the reference kernel.
 //
+// fp32 attention with one query row per item (a decoder's step; kDirectRows) runs row by row without
+// primitives (vec_attention.h), the mask added to each row's scores.
+//
 // Unmasked fp32 attention whose scores pass 1 MB per item runs in row tiles, one per thread
 // (attention_tiles.h). Other long sequences without a mask go through in blocks of query rows (the same three primitives on a
 // block, a tail block's own): whisper's encoder has 6 x 1500 x 1500 scores, 54 MB written, read by the
@@ -26,6 +29,9 @@
 // nan_to_zero (torch 2's SDPA export guards fully masked rows with Where(IsNaN(P), 0, P)): the
 // probabilities' NaNs become 0 between the softmax and the second matmul, a pass over a block that is
 // still in cache.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -36,6 +42,8 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/thread_scratch.h"
+#include "backends/cpu/vec_attention.h"
+#include "backends/cpu/vec_softmax.h"
 #include "ops/util/nn_common.h"
 
 namespace ferry::backends::cpu {
@@ -113,7 +121,15 @@ struct AttnPlan {
   Tensor q16, y32;        // bf16: one block's Q, converted, and (rows blocked) its Y before the copy
   Tensor k16, v16;        // bf16: the whole K and V converted, each run
   std::unique_ptr<AttentionTiles> tiles;  // long unmasked fp32 attention: a tile of rows per thread
+  bool direct = false;  // fp32, up to kDirectRows query rows: each row through vec_attention.h
+  float scale = 1.f;
 };
+
+// Up to this many query rows per item (a decoder's step has one) fp32 attention runs row by row on
+// vec_attention.h: whisper_tiny_decoder_step batch 8, 14.6 -> 11.0 ms on an AMD Zen 4 (bench/README.md,
+// "Few-rows attention"). Each row reads its item's K and V again, which the batched matmuls read once
+// for all rows: more rows were not measured, so one it is.
+constexpr int64_t kDirectRows = 1;
 
 // Scores beyond kRowBlocksOverBytes go through in blocks of rows that keep about kBlockScoreBytes.
 constexpr int64_t kRowBlocksOverBytes = int64_t{8} << 20;
@@ -143,6 +159,7 @@ class AttentionKernel : public Kernel {
 
   // ":bf16" once a plan runs its matmuls in bf16.
   std::string name() const override {
+    if (direct_planned_) return "cpu:vec:attention_rows";
     return bf16_planned_ ? "cpu:onednn:attention:bf16" : tiles_planned_ ? "cpu:onednn:attention:tiles" : "cpu:onednn:attention";
   }
   // Q, K and V in bf16 storage (the head-split Transposes' bf16 results, layout.h) are read as they are
@@ -183,6 +200,7 @@ class AttentionKernel : public Kernel {
       }
     }
     FERRY_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output_uninit(0, DType::kFloat32, p->out_dims));
+    if (p->direct) return run_direct(*p, *q, *k, *v, mask, *y);
     if (p->tiles) {
       return p->tiles->run(q->data<float>(), k->data<float>(), v->data<float>(), y->data<float>());
     }
@@ -236,31 +254,66 @@ class AttentionKernel : public Kernel {
   }
 
  private:
+  // Where score row `row` (over the scores' dims but the last) starts in the mask (numpy broadcast).
+  static int64_t mask_row_offset(const AttnPlan& p, int64_t row) {
+    const std::vector<int64_t>& sd = p.score_dims;
+    int64_t rem = row, off = 0;
+    for (int i = static_cast<int>(sd.size()) - 2; i >= 0; --i) {
+      off += (rem % sd[i]) * p.mask_strides[i];
+      rem /= sd[i];
+    }
+    return off;
+  }
+
+  // scores[j] += the mask's row for score row `row`, j < T.
+  static void add_mask_row(const AttnPlan& p, const float* mask, int64_t row, float* scores) {
+    const int64_t T = p.score_dims.back();
+    const float* mr = mask + mask_row_offset(p, row);
+    if (p.mask_strides.back() == 0) {
+      for (int64_t j = 0; j < T; ++j) scores[j] += mr[0];
+    } else {
+      for (int64_t j = 0; j < T; ++j) scores[j] += mr[j];
+    }
+  }
+
   // scores += mask (numpy broadcast), one score row at a time.
   static void add_mask(const AttnPlan& p, const Tensor& mask, float* scores) {
     const std::vector<int64_t>& sd = p.score_dims;
-    const int r = static_cast<int>(sd.size());
-    const int64_t T = sd.back();
     int64_t rows = 1;
-    for (int i = 0; i < r - 1; ++i) rows *= sd[i];
-    const float* m = mask.data<float>();
-    float* s = scores;
-    const int64_t tstride = p.mask_strides.back();
+    for (size_t i = 0; i + 1 < sd.size(); ++i) rows *= sd[i];
+    const int64_t T = sd.back();
 #pragma omp parallel for
+    for (int64_t row = 0; row < rows; ++row) add_mask_row(p, mask.data<float>(), row, scores + row * T);
+  }
+
+  // A direct plan: each query row of each item on one thread, its T scores in that thread's share of
+  // the scratch, then exp(s - max) and the weighted sum of V's rows divided by the row's sum. A row whose
+  // sum is NaN (a NaN or +inf score, or every key masked) is NaN, or zero with nan_to_zero, as the
+  // unfused graph's probabilities make it.
+  Status run_direct(const AttnPlan& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                    Tensor& y) const {
+    const int64_t S = p.q[p.q.size() - 2], T = p.k[p.k.size() - 2], D = p.D, Dv = p.Dv, rows = p.items * S;
+    const int threads = std::max(1, omp_get_max_threads());
+    FERRY_ASSIGN_OR_RETURN(char* scratch, thread_scratch(static_cast<size_t>(threads * T) * sizeof(float)));
+    const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
+    const float* md_data = mask ? mask->data<float>() : nullptr;
+    float* yd = y.data<float>();
+    const bool parallel = threads > 1 && rows > 1 && rows * T * (D + Dv) >= (int64_t{1} << 15);
+#pragma omp parallel for schedule(static) if (parallel)
     for (int64_t row = 0; row < rows; ++row) {
-      int64_t rem = row, off = 0;
-      for (int i = r - 2; i >= 0; --i) {
-        off += (rem % sd[i]) * p.mask_strides[i];
-        rem /= sd[i];
+      const int64_t item = row / S;
+      float* scores = reinterpret_cast<float*>(scratch) + omp_get_thread_num() * T;
+      vec_attention_scores(qd + row * D, kd + item * T * D, T, D, p.scale, scores);
+      if (md_data) add_mask_row(p, md_data, row, scores);
+      const float sum = vec_exp_minus_max(scores, static_cast<size_t>(T));
+      float* yr = yd + row * Dv;
+      if (std::isnan(sum) && nan_to_zero_) {
+        std::fill_n(yr, Dv, 0.0f);
+        continue;
       }
-      float* sr = s + row * T;
-      const float* mr = m + off;
-      if (tstride == 0) {
-        for (int64_t j = 0; j < T; ++j) sr[j] += mr[0];
-      } else {
-        for (int64_t j = 0; j < T; ++j) sr[j] += mr[j];
-      }
+      vec_attention_weighted_sum(scores, vd + item * T * Dv, T, Dv, 1.0f / sum, yr);
     }
+    return Status();
   }
 
   Result<AttnPlan*> plan_for(const std::vector<int64_t>& qd, const std::vector<int64_t>& kd,
@@ -328,14 +381,6 @@ class AttentionKernel : public Kernel {
     }
     plan->items = batch_n;
     plan->group = group;
-    if (plan->flat && !bf16_ && AttentionTiles::worth_it(S, T)) {
-      plan->tiles = AttentionTiles::make(batch_n, S, T, D, Dv, scale, nan_to_zero_);
-      if (plan->tiles) {
-        tiles_planned_ = true;
-        plans_.push_back(std::move(plan));
-        return plans_.back().get();
-      }
-    }
     if (maskd) {
       std::vector<int64_t> mx(r - md_dims.size(), 1);
       mx.insert(mx.end(), md_dims.begin(), md_dims.end());
@@ -343,6 +388,21 @@ class AttentionKernel : public Kernel {
       plan->mask_strides = dense_strides(mx);
       for (size_t i = 0; i < r; ++i)
         if (mx[i] == 1) plan->mask_strides[i] = 0;
+    }
+    plan->scale = scale;
+    if (!bf16_ && S <= kDirectRows) {
+      plan->direct = true;
+      direct_planned_ = true;
+      plans_.push_back(std::move(plan));
+      return plans_.back().get();
+    }
+    if (plan->flat && !bf16_ && AttentionTiles::worth_it(S, T)) {
+      plan->tiles = AttentionTiles::make(batch_n, S, T, D, Dv, scale, nan_to_zero_);
+      if (plan->tiles) {
+        tiles_planned_ = true;
+        plans_.push_back(std::move(plan));
+        return plans_.back().get();
+      }
     }
     // bf16 first where the node asks for it; fp32 when oneDNN has no bf16 kernel for these shapes.
     bool made = false;
@@ -457,6 +517,7 @@ class AttentionKernel : public Kernel {
   bool nan_to_zero_;  // the probabilities' NaNs become 0 (the attribute nan_to_zero)
   bool bf16_planned_ = false;
   bool tiles_planned_ = false;
+  bool direct_planned_ = false;
   const ops::OpSchema* reference_ = nullptr;
   std::vector<std::unique_ptr<AttnPlan>> plans_;
 };

@@ -56,7 +56,8 @@ TEST_P(CpuAttentionCases, MatchesReference) {
   Attrs a;
   if (c.scale != 0) a["scale"] = float_attr(c.scale);
   g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
-  compare(g.finish(), inputs, "cpu:onednn:attention", c.name);
+  // One query row (kDirectRows) fp32 attention runs row by row (vec_attention.h).
+  compare(g.finish(), inputs, c.q[c.q.size() - 2] == 1 ? "cpu:vec:attention_rows" : "cpu:onednn:attention", c.name);
 }
 
 // The node marked for bf16 as the precision pass marks it, on a CPU with native bf16: Q, K and V are
@@ -102,6 +103,15 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{"b4d", {2, 3, 9, 8}, {2, 3, 9, 8}, {2, 3, 9, 8}, {}, 0.3f},
                       AttnCase{"s_ne_t_d_ne_dv", {2, 2, 5, 8}, {2, 2, 11, 8}, {2, 2, 11, 12}},
                       AttnCase{"s1", {2, 4, 1, 16}, {2, 4, 13, 16}, {2, 4, 13, 16}},
+                      // Row by row: masks of every broadcast, D and Dv that leave partial vectors (20,
+                      // 36) or need two chunks of four vectors (Dv 72, 150), a single key, and whisper's
+                      // cross-attention over 1500 positions.
+                      AttnCase{"rows_odd_d", {2, 3, 1, 20}, {2, 3, 9, 20}, {2, 3, 9, 36}, {}, 0.2f},
+                      AttnCase{"rows_mask_padding", {3, 2, 1, 8}, {3, 2, 11, 8}, {3, 2, 11, 72}, {3, 1, 1, 11}},
+                      AttnCase{"rows_mask_full", {2, 3, 1, 16}, {2, 3, 6, 16}, {2, 3, 6, 150}, {2, 3, 1, 6}},
+                      AttnCase{"rows_mask_column_3d", {5, 1, 12}, {5, 7, 12}, {5, 7, 5}, {1, 1}},
+                      AttnCase{"rows_one_key", {4, 1, 8}, {4, 1, 8}, {4, 1, 8}},
+                      AttnCase{"rows_cross_attention", {2, 6, 1, 64}, {2, 6, 1500, 64}, {2, 6, 1500, 64}},
                       AttnCase{"s129", {1, 2, 129, 8}, {1, 2, 129, 8}, {1, 2, 129, 8}},
                       AttnCase{"mask_padding", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 1, 1, 7}},
                       AttnCase{"mask_causal", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {7, 7}},
@@ -185,6 +195,42 @@ TEST(CpuAttention, NanToZeroZeroesFullyMaskedRows) {
         EXPECT_EQ((*ref)[0].data<float>()[(item * S + 2) * D + d], 0.f) << "item " << item;
       }
     expect_close(y, (*ref)[0], bf16 ? 1.f / 256 : 1e-4f, bf16 ? "nan_to_zero bf16" : "nan_to_zero fp32");
+  }
+}
+
+// Row by row (a decoder step's one query row): a row whose scores hold a NaN is NaN, or exactly zero with
+// nan_to_zero, and so is a row masked out entirely (-inf); the other rows match the reference.
+TEST(CpuAttention, DirectRowsFollowTheNanRules) {
+  const int64_t S = 1, T = 37, D = 24;
+  for (int nan_to_zero : {0, 1}) {
+    GraphBuilder g;
+    std::vector<ir::Value*> ins{g.input("q", {3, S, D}), g.input("k", {3, T, D}), g.input("v", {3, T, D}),
+                                g.input("mask", {3, S, T})};
+    std::vector<Tensor> inputs{random_tensor({3, S, D}, 1), random_tensor({3, T, D}, 2), random_tensor({3, T, D}, 3),
+                               random_tensor({3, S, T}, 4)};
+    inputs[0].data<float>()[1 * D + 5] = std::numeric_limits<float>::quiet_NaN();  // item 1
+    for (int64_t j = 0; j < T; ++j) inputs[3].data<float>()[2 * T + j] = -std::numeric_limits<float>::infinity();  // item 2
+    Attrs a;
+    a["nan_to_zero"] = passes::make_int(nan_to_zero);
+    g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
+    ir::Graph& graph = g.finish();
+    auto backend = make_backend("cpu");
+    auto k = (*backend)->create_kernel(*graph.nodes[0]);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ((*k)->name(), "cpu:vec:attention_rows");
+    auto cpu = run_graph(graph, "cpu", inputs);
+    auto ref = run_graph(graph, "reference", inputs);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+    Tensor y = (*cpu)[0], r = (*ref)[0];
+    for (int64_t row : {1, 2})
+      for (int64_t j = 0; j < D; ++j) {
+        const float yj = y.data<float>()[row * D + j];
+        if (nan_to_zero) EXPECT_EQ(yj, 0.f) << "row " << row;
+        else EXPECT_TRUE(std::isnan(yj)) << "row " << row;
+        y.data<float>()[row * D + j] = r.data<float>()[row * D + j] = 0.f;
+      }
+    expect_close(y, r, 1e-4f, "nan_to_zero " + std::to_string(nan_to_zero));
   }
 }
 
