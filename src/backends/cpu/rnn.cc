@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/packed_linear.h"
 #include "backends/cpu/rnn_onednn.h"
 #include "backends/cpu/rnn_team.h"
 #include "backends/cpu/thread_scratch.h"
@@ -61,16 +62,6 @@ bool rnn_supports(const ir::Node& n, const CpuOptions&) {
       if (lower(names[i]) != cell->activations[i % cell->activations.size()]) return false;
   }
   return true;
-}
-
-// C[M, N] = A[M, K] . B[N, K]^T + beta * C (row-major), beta 0 or 1, on oneDNN's sgemm (every thread).
-void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float beta, float* C) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (beta == 0) std::fill(C, C + M * N, 0.0f);
-    return;
-  }
-  dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, beta, C, N);
 }
 
 // Everything one run needs, read from the inputs (float32, checked against each other).
@@ -121,7 +112,7 @@ class RnnKernel : public Kernel {
     float* xw = reinterpret_cast<float*>(scratch);
     std::vector<float> xb(r.b ? r.dirs * GH : 0);
     for (int64_t d = 0; d < r.dirs; ++d) {  // big GEMMs: every thread
-      project_inputs(r, d, xw + d * per_dir);
+      FERRY_RETURN_IF_ERROR(project_inputs(r, d, xw + d * per_dir));
       if (r.b) fold_biases(r, d, xb.data() + d * GH);
     }
     FERRY_ASSIGN_OR_RETURN(const RecurrentTeam* team, team_for(r));
@@ -228,10 +219,16 @@ class RnnKernel : public Kernel {
     return team_.get();
   }
 
-  // xw[rows, GH] = X . W_d^T (its biases: fold_biases).
-  void project_inputs(const RnnRun& r, int64_t d, float* xw) const {
-    const int64_t GH = r.G * r.hidden;
-    gemm_bt(r.seq * r.batch, GH, r.input, r.x, r.w + d * GH * r.input, 0.0f, xw);
+  // xw[rows, GH] = X . W_d^T (its biases: fold_biases), W_d packed once while it is constant.
+  Status project_inputs(const RnnRun& r, int64_t d, float* xw) {
+    const int64_t GH = r.G * r.hidden, rows = r.seq * r.batch;
+    if (rows == 0 || GH == 0) return Status();
+    if (r.input == 0) {
+      std::fill_n(xw, rows * GH, 0.0f);
+      return Status();
+    }
+    if (projections_.size() < static_cast<size_t>(r.dirs)) projections_.resize(r.dirs);
+    return projections_[d].run(r.x, rows, r.w + d * GH * r.input, GH, r.input, weights_constant_, xw);
   }
 
   // The biases direction d's gates add to X's projection: Wb_d + Rb_d, but for a GRU's hidden gate
@@ -305,6 +302,7 @@ class RnnKernel : public Kernel {
   std::vector<const float*> prepared_;  // the constant W, R, B, P lstm_'s weights were copied from
   bool used_onednn_ = false;
   bool weights_constant_ = true;  // W, R, B and P are initializers (or absent)
+  std::vector<PackedLinear> projections_;  // per direction: X . W_d^T
 };
 
 Result<std::unique_ptr<Kernel>> create_rnn(const ir::Node& node, const CpuOptions&) {

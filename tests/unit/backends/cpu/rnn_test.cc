@@ -157,6 +157,34 @@ TEST(CpuRnn, OnednnLstmOnlyWithBrgemm) {
   }
 }
 
+// W and R as graph inputs (not initializers): one executor runs the LSTM with two sets of weights, and
+// each run matches the reference, so the packed input projection and the team's packed R follow W and R
+// instead of keeping the first run's.
+TEST(CpuRnn, WeightsThatAreInputsArePackedEveryRun) {
+  const int64_t S = 6, B = 2, I = 24, H = 20, G = 4;
+  GraphBuilder g;
+  ir::Value* y = g.node("LSTM", {g.input("x", {S, B, I}), g.input("w", {1, G * H, I}), g.input("r", {1, G * H, H})},
+                        {{"hidden_size", int_attr(H)}}, 14);
+  g.output(y);
+  ir::Graph& graph = g.finish();
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend.ok());
+  runtime::Executor ex(std::move(backend).value());
+  ASSERT_TRUE(ex.prepare(graph).ok());
+  for (uint32_t seed : {10u, 20u}) {
+    const std::vector<Tensor> inputs{random_tensor({S, B, I}, seed), random_tensor({1, G * H, I}, seed + 1),
+                                     random_tensor({1, G * H, H}, seed + 2)};
+    runtime::Scope scope;
+    for (size_t i = 0; i < inputs.size(); ++i) scope.values[graph.inputs[i]] = inputs[i];
+    ASSERT_TRUE(ex.run_graph(graph, scope, nullptr).ok());
+    auto want = run_graph(graph, "reference", inputs);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto got = scope.values[graph.outputs[0]].tensor.plain();
+    ASSERT_TRUE(got.ok());
+    expect_close(*got, (*want)[0], 2e-5f, "weights seed " + std::to_string(seed));
+  }
+}
+
 // Custom activations stay on the reference kernel (the cpu one implements the defaults only).
 TEST(CpuRnn, OtherActivationsAreNotTaken) {
   GraphBuilder g;
