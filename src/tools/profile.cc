@@ -189,6 +189,11 @@ std::vector<ProfileFlag> flag_slow_nodes(const ProfileReport& r, double peak_gfl
       if (gflops < kSlowFractionOfPeak * peak_gflops)
         reason = fmt::format("{:.2f} GFLOP/s is {:.1f}% of this machine's fp32 peak ({:.0f} GFLOP/s) while taking {:.1f}% "
                              "of the time", gflops, 100 * gflops / peak_gflops, peak_gflops, 100 * n.share);
+      // A product that reads its weights once per run (a decoder step's Linear, a batch-1 head) is bound
+      // by memory, not FLOPs: the bytes it moves say whether the flag is a cliff or the bandwidth.
+      if (!reason.empty() && n.bytes > 0)
+        reason += fmt::format("; it moves {:.1f} MB (inputs, weights, outputs) at {:.1f} GB/s: memory-bound if that is "
+                              "near this machine's memory bandwidth", n.bytes / 1e6, n.bytes / (n.mean_ms * 1e6));
     }
     if (!reason.empty()) flags.push_back({n.node, n.kernel, reason, n.share});
   }

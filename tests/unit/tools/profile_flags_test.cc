@@ -1,5 +1,6 @@
-// `ferry profile`'s flags: a node far below the fp32 peak that takes a real share of the time, and any
-// oneDNN reference implementation, are named; fast nodes, small ones and nodes without FLOPs are not.
+// `ferry profile`'s flags: a node far below the fp32 peak that takes a real share of the time (with the
+// rate at which it moves its bytes, where known), and any oneDNN reference implementation, are named;
+// fast nodes, small ones and nodes without FLOPs are not.
 #include <gtest/gtest.h>
 
 #include "tools/profile.h"
@@ -29,6 +30,13 @@ TEST(ProfileFlags, SlowKernelsWithAShareAndReferenceImplementations) {
   ASSERT_EQ(flags.size(), 2u);
   EXPECT_EQ(flags[0].node, "slow");  // largest share first
   EXPECT_NE(flags[0].reason.find("1.0% of this machine's fp32 peak"), std::string::npos) << flags[0].reason;
+  EXPECT_EQ(flags[0].reason.find("GB/s"), std::string::npos) << "no bytes known: no rate";
+  // With the bytes it moves (a weight read once per run): the rate, for the reader to set against the
+  // machine's memory bandwidth.
+  r.nodes[1].bytes = 20e6;  // 20 MB in 1 ms
+  flags = flag_slow_nodes(r, 100);
+  EXPECT_NE(flags[0].reason.find("it moves 20.0 MB (inputs, weights, outputs) at 20.0 GB/s"), std::string::npos)
+      << flags[0].reason;
   EXPECT_EQ(flags[1].node, "ref");
   EXPECT_NE(flags[1].reason.find("reference implementation"), std::string::npos);
   // Unknown peak: only the reference implementation.
