@@ -27,8 +27,8 @@ namespace {
 
 // From this batch up an LSTM runs on oneDNN's lstm_forward (AVX-512: brgemm) instead of the thread
 // team. lstm_2layer (hidden 512, 100 steps), ms, oneDNN / team, Intel Xeon with AMX, 2 threads:
-// batch 2 34.4/17.1, 4 36.1/18.8, 8 46.1/38.2, 16 68.5/71.2, 32 115.8/145.3; on an AMD Zen 4 (its L2
-// holds half a thread's R) oneDNN's is 3-5% faster at batch 4 and 8 and the team 4% at batch 2 (bench/README.md).
+// batch 2 34.4/17.1, 4 36.1/18.8, 8 46.1/38.2, 16 68.5/71.2, 32 115.8/145.3; on an AMD Zen 4 oneDNN's
+// is 3-5% faster at batch 4 and 8 and the team 4% at batch 2 (bench/README.md): one rule for both.
 constexpr int64_t kOnednnLstmMinBatch = 16;
 
 struct Cell {
