@@ -7,7 +7,7 @@
 // (thread_scratch.h), so it is still warm in cache from the attention before. A mask broadcast oneDNN's
 // matmul rejects is added by a loop before the softmax. Unsupported shapes run the reference kernel.
 //
-// fp32 attention with one query row per item (a decoder's step; kDirectRows) runs row by row without
+// fp32 attention with up to 8 query rows per item (a decoder's step; kDirectRows) runs row by row without
 // primitives (vec_attention.h), the mask added to each row's scores.
 //
 // Unmasked fp32 attention whose scores pass 1 MB per item runs in row tiles, one per thread
@@ -125,11 +125,13 @@ struct AttnPlan {
   float scale = 1.f;
 };
 
-// Up to this many query rows per item (a decoder's step has one) fp32 attention runs row by row on
-// vec_attention.h: whisper_tiny_decoder_step batch 8, 14.6 -> 11.0 ms on an AMD Zen 4 (bench/README.md,
-// "Few-rows attention"). Each row reads its item's K and V again, which the batched matmuls read once
-// for all rows: more rows were not measured, so one it is.
-constexpr int64_t kDirectRows = 1;
+// Up to this many query rows per item (a decoder's step has one; a prompt or speculative decoding a
+// few) fp32 attention runs row by row on vec_attention.h: whisper_tiny_decoder_step batch 8, 14.6 ->
+// 11.0 ms on an AMD Zen 4 (bench/README.md, "Few-rows attention"). A row reads its item's K and V again
+// (from L2: an item's rows run one after another on one thread), which the batched matmuls read once;
+// [8, 6, S, 64] against 1500 keys, batched / row by row, ms: S 2 2.43/0.90, 4 2.29/1.38, 8 2.98/2.49,
+// 16 6.06/4.78 and 3.38/5.67, 32 5.18/8.26.
+constexpr int64_t kDirectRows = 8;
 
 // Scores beyond kRowBlocksOverBytes go through in blocks of rows that keep about kBlockScoreBytes.
 constexpr int64_t kRowBlocksOverBytes = int64_t{8} << 20;

@@ -56,8 +56,8 @@ TEST_P(CpuAttentionCases, MatchesReference) {
   Attrs a;
   if (c.scale != 0) a["scale"] = float_attr(c.scale);
   g.output(g.node("FusedAttention", ins, a, 1, "com.ferry"));
-  // One query row (kDirectRows) fp32 attention runs row by row (vec_attention.h).
-  compare(g.finish(), inputs, c.q[c.q.size() - 2] == 1 ? "cpu:vec:attention_rows" : "cpu:onednn:attention", c.name);
+  // Up to 8 query rows (kDirectRows) fp32 attention runs row by row (vec_attention.h).
+  compare(g.finish(), inputs, c.q[c.q.size() - 2] <= 8 ? "cpu:vec:attention_rows" : "cpu:onednn:attention", c.name);
 }
 
 // The node marked for bf16 as the precision pass marks it, on a CPU with native bf16: Q, K and V are
@@ -99,25 +99,28 @@ TEST_P(CpuAttentionCases, Bf16MatchesReferenceOnRoundedInputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     FusedAttention, CpuAttentionCases,
-    ::testing::Values(AttnCase{"b3d", {6, 7, 16}, {6, 7, 16}, {6, 7, 16}},
+    ::testing::Values(AttnCase{"b3d", {6, 9, 16}, {6, 9, 16}, {6, 9, 16}},
                       AttnCase{"b4d", {2, 3, 9, 8}, {2, 3, 9, 8}, {2, 3, 9, 8}, {}, 0.3f},
-                      AttnCase{"s_ne_t_d_ne_dv", {2, 2, 5, 8}, {2, 2, 11, 8}, {2, 2, 11, 12}},
+                      AttnCase{"s_ne_t_d_ne_dv", {2, 2, 10, 8}, {2, 2, 11, 8}, {2, 2, 11, 12}},
                       AttnCase{"s1", {2, 4, 1, 16}, {2, 4, 13, 16}, {2, 4, 13, 16}},
-                      // Row by row: masks of every broadcast, D and Dv that leave partial vectors (20,
-                      // 36) or need two chunks of four vectors (Dv 72, 150), a single key, and whisper's
-                      // cross-attention over 1500 positions.
+                      // Row by row: one to eight query rows, masks of every broadcast (a causal one
+                      // over 8 rows), D and Dv that leave partial vectors (20, 36) or need two chunks
+                      // of four vectors (Dv 72, 150), a single key, whisper's cross-attention over 1500
+                      // positions.
                       AttnCase{"rows_odd_d", {2, 3, 1, 20}, {2, 3, 9, 20}, {2, 3, 9, 36}, {}, 0.2f},
-                      AttnCase{"rows_mask_padding", {3, 2, 1, 8}, {3, 2, 11, 8}, {3, 2, 11, 72}, {3, 1, 1, 11}},
-                      AttnCase{"rows_mask_full", {2, 3, 1, 16}, {2, 3, 6, 16}, {2, 3, 6, 150}, {2, 3, 1, 6}},
-                      AttnCase{"rows_mask_column_3d", {5, 1, 12}, {5, 7, 12}, {5, 7, 5}, {1, 1}},
+                      AttnCase{"rows_s5_d_ne_dv", {2, 2, 5, 8}, {2, 2, 11, 8}, {2, 2, 11, 12}},
+                      AttnCase{"rows_causal_s8", {2, 3, 8, 16}, {2, 3, 8, 16}, {2, 3, 8, 16}, {8, 8}},
+                      AttnCase{"rows_mask_padding", {3, 2, 4, 8}, {3, 2, 11, 8}, {3, 2, 11, 72}, {3, 1, 1, 11}},
+                      AttnCase{"rows_mask_full", {2, 3, 3, 16}, {2, 3, 6, 16}, {2, 3, 6, 150}, {2, 3, 3, 6}},
+                      AttnCase{"rows_mask_column_3d", {5, 2, 12}, {5, 7, 12}, {5, 7, 5}, {2, 1}},
                       AttnCase{"rows_one_key", {4, 1, 8}, {4, 1, 8}, {4, 1, 8}},
                       AttnCase{"rows_cross_attention", {2, 6, 1, 64}, {2, 6, 1500, 64}, {2, 6, 1500, 64}},
                       AttnCase{"s129", {1, 2, 129, 8}, {1, 2, 129, 8}, {1, 2, 129, 8}},
-                      AttnCase{"mask_padding", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 1, 1, 7}},
-                      AttnCase{"mask_causal", {2, 3, 7, 8}, {2, 3, 7, 8}, {2, 3, 7, 8}, {7, 7}},
-                      AttnCase{"mask_full", {2, 3, 5, 8}, {2, 3, 6, 8}, {2, 3, 6, 4}, {2, 3, 5, 6}},
-                      AttnCase{"mask_column", {2, 5, 8}, {2, 6, 8}, {2, 6, 8}, {5, 1}},
-                      AttnCase{"mask_3d", {4, 7, 8}, {4, 7, 8}, {4, 7, 8}, {4, 1, 7}},
+                      AttnCase{"mask_padding", {2, 3, 11, 8}, {2, 3, 11, 8}, {2, 3, 11, 8}, {2, 1, 1, 11}},
+                      AttnCase{"mask_causal", {2, 3, 11, 8}, {2, 3, 11, 8}, {2, 3, 11, 8}, {11, 11}},
+                      AttnCase{"mask_full", {2, 3, 10, 8}, {2, 3, 6, 8}, {2, 3, 6, 4}, {2, 3, 10, 6}},
+                      AttnCase{"mask_column", {2, 10, 8}, {2, 6, 8}, {2, 6, 8}, {10, 1}},
+                      AttnCase{"mask_3d", {4, 11, 8}, {4, 11, 8}, {4, 11, 8}, {4, 1, 11}},
                       // Scores over 8 MB go through in blocks of rows: 80-row blocks and a 10-row tail,
                       // and a batch-3-d case of Dv != D.
                       AttnCase{"long_blocks_and_tail", {1, 4, 810, 16}, {1, 4, 800, 16}, {1, 4, 800, 16}},
@@ -134,14 +137,15 @@ INSTANTIATE_TEST_SUITE_P(
 // as a matmul post-op only with its ref:any matmul; the kernel adds those with its loop): oneDNN's verbose
 // log of what executed, captured from stdout, names no `ref:` implementation.
 TEST(CpuAttention, NoReferencePrimitiveForAnyMask) {
-  const std::vector<std::vector<int64_t>> masks{{2, 1, 1, 7}, {7, 7}, {2, 3, 7, 7}, {1, 1, 7, 7}, {7, 1}};
+  // 11 query rows: the batched path's primitives (up to 8 run row by row without any).
+  const std::vector<std::vector<int64_t>> masks{{2, 1, 1, 11}, {11, 11}, {2, 3, 11, 11}, {1, 1, 11, 11}, {11, 1}};
   for (bool bf16 : {false, true}) {
     backends::BackendOptions options;
     options.cpu.bf16 = Choice::kOn;
     if (bf16 && !choose_bf16(options.cpu).native) continue;
     for (const auto& mask : masks) {
       GraphBuilder g;
-      const std::vector<int64_t> d{2, 3, 7, 16};
+      const std::vector<int64_t> d{2, 3, 11, 16};
       std::vector<ir::Value*> ins{g.input("q", d), g.input("k", d), g.input("v", d), g.input("mask", mask)};
       Attrs a;
       if (bf16) a["ferry_precision"] = passes::make_string("bfloat16");
@@ -164,7 +168,7 @@ TEST(CpuAttention, NoReferencePrimitiveForAnyMask) {
 // masked out entirely (-inf) gives NaN probabilities, which become 0, so that row of Y is exactly 0 in
 // fp32 and bf16 alike; the other rows match the reference, which applies the same rule.
 TEST(CpuAttention, NanToZeroZeroesFullyMaskedRows) {
-  const int64_t S = 6, T = 9, D = 8;
+  const int64_t S = 10, T = 9, D = 8;  // more rows than run row by row: the batched path
   for (bool bf16 : {false, true}) {
     backends::BackendOptions options;
     options.cpu.bf16 = Choice::kOn;
