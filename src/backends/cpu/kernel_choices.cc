@@ -43,6 +43,7 @@ double bf16_dot_vs_fma_once() {
 
 GemmChoice choose_gemm(const CpuOptions& o) {
   GemmChoice c;
+  c.few_rows = has_avx2_fma() && (o.gemm == CpuGemm::kAuto || o.gemm == CpuGemm::kOwn);
   switch (o.gemm) {
     case CpuGemm::kOnednn:
       c.why = "--cpu-gemm onednn";
@@ -118,9 +119,7 @@ std::vector<std::string> describe_kernel_choices(const CpuOptions& o) {
   std::vector<std::string> out;
   const GemmChoice g = choose_gemm(o);
   const char* gemm = g.used == CpuGemm::kMkl ? "MKL packed sgemm" : g.used == CpuGemm::kOwn ? "own packed AVX2 GEMM" : "oneDNN matmul";
-  std::string few;
-  if (has_avx2_fma() && (o.gemm == CpuGemm::kAuto || g.used == CpuGemm::kOwn))
-    few = "; up to 15 rows (decoder steps, batch-1 heads): the own GEMM's few-rows path, bound by memory bandwidth";
+  const char* few = g.few_rows ? "; up to 15 rows (decoder steps, batch-1 heads): the own GEMM's few-rows path, bound by memory bandwidth" : "";
   out.push_back(std::string("GEMM (fp32 Linear layers): ") + gemm + " (" + g.why + ")" + few);
   const Bf16Choice b = choose_bf16(o);
   out.push_back(std::string("bf16 Conv/MatMul: ") + (b.native ? "native" : "emulated") + " (" + b.why + ")");

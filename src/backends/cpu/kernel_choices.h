@@ -14,6 +14,9 @@ namespace ferry::backends::cpu {
 struct GemmChoice {
   CpuGemm used = CpuGemm::kOnednn;  // kMkl, kOwn or kOnednn
   std::string why;
+  // Products of up to VecPackedB::kFewRows rows take the own GEMM's few-rows path: on an AVX2+FMA CPU
+  // unless --cpu-gemm names MKL or oneDNN (bench/README.md, "Few-rows Linear layers").
+  bool few_rows = false;
 };
 // MKL: built with it, and an Intel CPU (measured 8-30% faster than oneDNN there, 2.5x slower on AMD
 // Zen 5). Own packed GEMM: an AVX2+FMA CPU without AVX-512 (oneDNN 2.6's AVX2 gemm repacks B every

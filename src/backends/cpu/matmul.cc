@@ -131,8 +131,7 @@ class MatMulKernel : public Kernel {
  public:
   MatMulKernel(const ir::Node& node, const CpuOptions& o)
       : node_(node),
-        gemm_(choose_gemm(o).used),
-        gemm_forced_(o.gemm != CpuGemm::kAuto),
+        gemm_(choose_gemm(o)),
         bf16_(wants_native_bf16(node, o)),
         bf16_out_(bf16_ && rounded_for_bf16_matmuls(*node.outputs[0], o)) {}
 
@@ -363,10 +362,9 @@ class MatMulKernel : public Kernel {
     // kFewRows rows (decoder steps, batch-1 heads) the own GEMM's few-rows path on every CPU unless
     // --cpu-gemm names another: a B-streaming product that oneDNN's matmul and MKL's packed sgemm ran
     // slower (bench/README.md, "Few-rows Linear layers").
-    const bool few = rows <= VecPackedB::kFewRows && (gemm_ == CpuGemm::kOwn || !gemm_forced_);
-    const bool vec = K >= kVecMinK && N >= kVecMinN &&
-                     (few || (gemm_ == CpuGemm::kOwn && rows >= kVecMinRows));
-    const bool mkl = gemm_ == CpuGemm::kMkl && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
+    const bool few = gemm_.few_rows && rows <= VecPackedB::kFewRows;
+    const bool vec = K >= kVecMinK && N >= kVecMinN && (few || (gemm_.used == CpuGemm::kOwn && rows >= kVecMinRows));
+    const bool mkl = gemm_.used == CpuGemm::kMkl && K >= kMklMinK && N >= kMklMinN && rows >= kMklMinRows;
     if (!mkl && !vec) return false;
     if (vec ? !ensure_pack(vec_b_, vec_pack_of, const_b, K, N) : !ensure_pack(mkl_b_, mkl_pack_of, const_b, K, N))
       return false;
@@ -593,8 +591,7 @@ class MatMulKernel : public Kernel {
   const ir::Node& node_;
   bool trans_a_ = false, trans_b_ = false;
   float alpha_ = 1.f, beta_ = 1.f;
-  CpuGemm gemm_;  // which packed GEMM Linear layers take (choose_gemm): MKL, own, or none (oneDNN)
-  bool gemm_forced_;  // --cpu-gemm named one: it takes the few-rows products too
+  GemmChoice gemm_;  // which packed GEMM Linear layers take (choose_gemm): MKL, own, or none (oneDNN)
   bool bf16_;  // the precision pass asked for native bf16 and the CPU has it
   // and the result goes, through a RoundFloat only, to native-bf16 matmuls as A only: written in bf16
   bool bf16_out_;

@@ -110,7 +110,7 @@ class RnnKernel : public Kernel {
     const int64_t per_dir = r.seq * B * GH;
     FERRY_ASSIGN_OR_RETURN(char* scratch, thread_scratch(static_cast<size_t>(r.dirs * per_dir) * sizeof(float)));
     float* xw = reinterpret_cast<float*>(scratch);
-    std::vector<float> xb(r.b ? r.dirs * GH : 0);
+    std::vector<float> xb(r.dirs * GH, 0.0f);  // zero without B
     for (int64_t d = 0; d < r.dirs; ++d) {  // big GEMMs: every thread
       FERRY_RETURN_IF_ERROR(project_inputs(r, d, xw + d * per_dir));
       if (r.b) fold_biases(r, d, xb.data() + d * GH);
@@ -119,7 +119,7 @@ class RnnKernel : public Kernel {
     TeamRun t;
     t.seq = r.seq, t.batch = B, t.hidden = H, t.dirs = r.dirs, t.batch_first = r.batch_first;
     t.reverse = direction_ == "reverse";
-    t.xw = xw, t.xb = r.b ? xb.data() : nullptr, t.rb = r.b, t.p = r.p, t.h0 = r.h0, t.c0 = r.c0;
+    t.xw = xw, t.xb = xb.data(), t.rb = r.b, t.p = r.p, t.h0 = r.h0, t.c0 = r.c0;
     t.lens = r.lens.data();
     FERRY_ASSIGN_OR_RETURN(t.y, sequence_output(ctx, r));
     t.yh = yh.data(), t.yc = yc.data();

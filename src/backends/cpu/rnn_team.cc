@@ -155,23 +155,17 @@ void RecurrentTeam::first_phase(const Member& m, Scratch& sc, const TeamRun& run
   const int64_t t = time_of(run, m.dir, s);
   const float* hc = h[m.dir].data() + (s % 2) * B * H;
   const float* xw = run.xw + m.dir * run.seq * B * GH;
-  const float* xb = run.xb ? run.xb + m.dir * GH + u0 : nullptr;
+  const float* xb = run.xb + m.dir * GH + u0;
   const int64_t lda = m.panels_a * kPanel;
   vec_step_gemm(hc, H, B, H, m.pack_a.get(), H, m.panels_a, sc.c_a.data(), lda, false);
   for (int64_t b = 0; b < B; ++b) {
     const float* x = xw + (run.batch_first ? b * run.seq + t : t * B + b) * GH + u0;
     const float* ca = sc.c_a.data() + b * lda;
     float* g = sc.gates.data() + b * G * n;
-    for (int64_t gi = 0; gi < m.gates_a; ++gi) {
-      if (xb) {
-        for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j] + xb[gi * H + j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j];
-      }
-    }
-    if (cell_.kind == CellKind::kGru) {
-      for (int64_t j = 0; j < n; ++j) g[2 * n + j] = x[2 * H + j] + (xb ? xb[2 * H + j] : 0.0f);
-    }
+    for (int64_t gi = 0; gi < m.gates_a; ++gi)
+      for (int64_t j = 0; j < n; ++j) g[gi * n + j] = ca[gi * n + j] + x[gi * H + j] + xb[gi * H + j];
+    if (cell_.kind == CellKind::kGru)
+      for (int64_t j = 0; j < n; ++j) g[2 * n + j] = x[2 * H + j] + xb[2 * H + j];
   }
   if (cell_.kind != CellKind::kGru) return;
   const float* rb_h = hidden_gate_bias(run, m);

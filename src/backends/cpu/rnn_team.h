@@ -33,7 +33,7 @@ struct TeamRun {
   // Per direction, one after the other: X . W^T, rows in X's order (step-major, or batch-major with
   // batch_first), G * hidden columns.
   const float* xw = nullptr;
-  const float* xb = nullptr;     // [dirs, G * hidden] the biases added to it (GRU: the hidden gate's Rb apart), or null
+  const float* xb = nullptr;     // [dirs, G * hidden] the biases added to it (GRU: the hidden gate's Rb apart), zero without B
   const float* rb = nullptr;     // [dirs, 2 * G * hidden] biases (the GRU hidden gate's Rb is read here), or null
   const float* p = nullptr;      // LSTM peepholes [dirs, 3 * hidden], or null
   const float* h0 = nullptr;     // initial states [dirs, batch, hidden] ([batch, dirs, hidden] batch_first), or null

@@ -9,27 +9,19 @@
 #include <algorithm>
 
 #include "backends/cpu/vec_attention.h"
+#include "backends/cpu/vec_partial-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ferry::backends::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The first `n` (< a vector) floats at p, the other lanes zero, through a buffer: a masked load may read
-// (and fault) past the end on some targets.
-template <class D>
-HWY_INLINE hn::Vec<D> LoadPartial(D d, const float* p, size_t n) {
-  HWY_ALIGN float buf[hn::MaxLanes(D())] = {};
-  std::copy_n(p, n, buf);
-  return hn::Load(d, buf);
-}
-
-// q . k[j] for four keys at once (four independent FMA chains); lanes past D read as zero.
+// q . k[j] for four keys at once (four independent FMA chains); lanes past D read as zero
+// (vec_partial-inl.h).
 void ScoresF32(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t T, int64_t D, float scale,
                float* HWY_RESTRICT scores) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d), dim = static_cast<size_t>(D);
-  const size_t full = dim / N * N;
-  auto load = [&](const float* p, size_t c) { return c < full ? hn::LoadU(d, p + c) : LoadPartial(d, p + c, dim - full); };
+  auto load = [&](const float* p, size_t c) { return LoadPartial(d, p + c, std::min(N, dim - c)); };
   int64_t j = 0;
   for (; j + 4 <= T; j += 4) {
     const float* k0 = k + j * D;
@@ -62,9 +54,7 @@ void WeightedSumF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, in
   for (size_t c0 = 0; c0 < dim; c0 += 4 * N) {
     const size_t n = std::min(4 * N, dim - c0);  // this chunk's columns
     const size_t vecs = (n + N - 1) / N, last = n - (vecs - 1) * N;  // lanes of the last vector
-    auto load = [&](const float* r, size_t i) {
-      return i + 1 < vecs || last == N ? hn::LoadU(d, r + c0 + i * N) : LoadPartial(d, r + c0 + i * N, last);
-    };
+    auto load = [&](const float* r, size_t i) { return LoadPartial(d, r + c0 + i * N, i + 1 < vecs ? N : last); };
     auto y0 = hn::Zero(d), y1 = hn::Zero(d), y2 = hn::Zero(d), y3 = hn::Zero(d);
     for (int64_t j = 0; j < T; ++j) {
       const float* r = v + j * Dv;
@@ -76,16 +66,7 @@ void WeightedSumF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, in
     }
     const auto s = hn::Set(d, inv);
     const hn::Vec<decltype(d)> acc[4] = {y0, y1, y2, y3};
-    for (size_t i = 0; i < vecs; ++i) {
-      const auto out = hn::Mul(acc[i], s);
-      if (i + 1 < vecs || last == N) {
-        hn::StoreU(out, d, y + c0 + i * N);
-      } else {
-        HWY_ALIGN float buf[hn::MaxLanes(decltype(d)())];
-        hn::Store(out, d, buf);
-        std::copy_n(buf, last, y + c0 + i * N);
-      }
-    }
+    for (size_t i = 0; i < vecs; ++i) StorePartial(d, hn::Mul(acc[i], s), y + c0 + i * N, i + 1 < vecs ? N : last);
   }
 }
 

@@ -11,28 +11,20 @@
 #include <hwy/highway.h>
 
 #include "backends/cpu/vec_rnn.h"
+#include "backends/cpu/vec_partial-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ferry::backends::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Hidden units in vectors; a partial last vector goes through padded buffers, so every unit takes the
-// same instructions.
+// Hidden units in vectors; a partial last vector goes through padded buffers (vec_partial-inl.h), so
+// every unit takes the same instructions.
 template <class D>
 struct Lanes {
   D d;
   size_t n, i = 0, count = 0;
-  HWY_ALIGN float buf[8][hn::MaxLanes(D())];
-  hn::Vec<D> load(const float* p, int slot) {
-    if (count == hn::Lanes(d)) return hn::LoadU(d, p + i);
-    for (size_t k = 0; k < hn::Lanes(d); ++k) buf[slot][k] = k < count ? p[i + k] : 0.0f;
-    return hn::Load(d, buf[slot]);
-  }
-  void store(hn::Vec<D> v, float* p, int slot) {
-    if (count == hn::Lanes(d)) return hn::StoreU(v, d, p + i);
-    hn::Store(v, d, buf[slot]);
-    for (size_t k = 0; k < count; ++k) p[i + k] = buf[slot][k];
-  }
+  hn::Vec<D> load(const float* p) { return LoadPartial(d, p + i, count); }
+  void store(hn::Vec<D> v, float* p) { StorePartial(d, v, p + i, count); }
 };
 
 template <class D, class V>
@@ -50,21 +42,21 @@ void LstmCellF32(const float* g, const float* p, int64_t hidden, float clip, boo
   const size_t H = l.n, N = hn::Lanes(d);
   for (l.i = 0; l.i < H; l.i += N) {
     l.count = std::min(N, H - l.i);
-    const auto c_prev = l.load(c, 0);
-    auto gi = l.load(g, 1), go = l.load(g + H, 2), gf = l.load(g + 2 * H, 3);
-    const auto gc = l.load(g + 3 * H, 4);
+    const auto c_prev = l.load(c);
+    auto gi = l.load(g), go = l.load(g + H), gf = l.load(g + 2 * H);
+    const auto gc = l.load(g + 3 * H);
     if (p) {
-      gi = hn::MulAdd(l.load(p, 5), c_prev, gi);
-      gf = hn::MulAdd(l.load(p + 2 * H, 6), c_prev, gf);
+      gi = hn::MulAdd(l.load(p), c_prev, gi);
+      gf = hn::MulAdd(l.load(p + 2 * H), c_prev, gf);
     }
     const auto i = sigmoid(d, clip_to(d, gi, clip));
     const auto f = input_forget ? hn::Sub(hn::Set(d, 1.0f), i) : sigmoid(d, clip_to(d, gf, clip));
     const auto cc = hn::Tanh(d, clip_to(d, gc, clip));
     const auto cn = hn::MulAdd(f, c_prev, hn::Mul(i, cc));
-    if (p) go = hn::MulAdd(l.load(p + H, 7), cn, go);
+    if (p) go = hn::MulAdd(l.load(p + H), cn, go);
     const auto o = sigmoid(d, clip_to(d, go, clip));
-    l.store(cn, c, 0);
-    l.store(hn::Mul(o, hn::Tanh(d, cn)), h, 1);
+    l.store(cn, c);
+    l.store(hn::Mul(o, hn::Tanh(d, cn)), h);
   }
 }
 
@@ -74,11 +66,11 @@ void GruCellF32(const float* g, const float* hr, int64_t hidden, float clip, flo
   const size_t H = l.n, N = hn::Lanes(d);
   for (l.i = 0; l.i < H; l.i += N) {
     l.count = std::min(N, H - l.i);
-    const auto z = sigmoid(d, clip_to(d, l.load(g, 0), clip));
-    const auto hh = hn::Tanh(d, clip_to(d, hn::Add(l.load(g + 2 * H, 1), l.load(hr, 2)), clip));
+    const auto z = sigmoid(d, clip_to(d, l.load(g), clip));
+    const auto hh = hn::Tanh(d, clip_to(d, hn::Add(l.load(g + 2 * H), l.load(hr)), clip));
     // (1 - z) * hh + z * h = hh + z * (h - hh)
-    const auto hp = l.load(h, 3);
-    l.store(hn::MulAdd(z, hn::Sub(hp, hh), hh), h, 3);
+    const auto hp = l.load(h);
+    l.store(hn::MulAdd(z, hn::Sub(hp, hh), hh), h);
   }
 }
 
@@ -88,9 +80,9 @@ void GruResetF32(const float* g_r, const float* x, const float* b, int64_t hidde
   const size_t H = l.n, N = hn::Lanes(d);
   for (l.i = 0; l.i < H; l.i += N) {
     l.count = std::min(N, H - l.i);
-    const auto r = sigmoid(d, clip_to(d, l.load(g_r, 0), clip));
-    const auto v = b ? hn::Add(l.load(x, 1), l.load(b, 2)) : l.load(x, 1);
-    l.store(hn::Mul(r, v), out, 3);
+    const auto r = sigmoid(d, clip_to(d, l.load(g_r), clip));
+    const auto v = b ? hn::Add(l.load(x), l.load(b)) : l.load(x);
+    l.store(hn::Mul(r, v), out);
   }
 }
 
@@ -100,7 +92,7 @@ void RnnCellF32(const float* g, int64_t hidden, float clip, float* h) {
   const size_t H = l.n, N = hn::Lanes(d);
   for (l.i = 0; l.i < H; l.i += N) {
     l.count = std::min(N, H - l.i);
-    l.store(hn::Tanh(d, clip_to(d, l.load(g, 0), clip)), h, 0);
+    l.store(hn::Tanh(d, clip_to(d, l.load(g), clip)), h);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/vec_partial-inl.h"
 #include "backends/cpu/vec_softmax.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -18,22 +19,13 @@ namespace ferry::backends::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // One group of `lanes` (<= a vector) adjacent inner positions: x[a * inner + j] for a < axis, j < lanes.
-// A partial group goes through padded vectors so it takes the same instructions as a full one.
+// A partial group goes through padded vectors (vec_partial-inl.h) so it takes the same instructions as
+// a full one.
 void SoftmaxColumnsF32(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t axis, int64_t inner,
                        size_t lanes, bool log) {
   const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  HWY_ALIGN float buf[hn::MaxLanes(d)];
-  auto load = [&](const float* p) {
-    if (lanes == N) return hn::LoadU(d, p);
-    for (size_t k = 0; k < N; ++k) buf[k] = k < lanes ? p[k] : 0.0f;
-    return hn::Load(d, buf);
-  };
-  auto store = [&](hn::Vec<decltype(d)> v, float* p) {
-    if (lanes == N) return hn::StoreU(v, d, p);
-    hn::Store(v, d, buf);
-    for (size_t k = 0; k < lanes; ++k) p[k] = buf[k];
-  };
+  auto load = [&](const float* p) { return LoadPartial(d, p, lanes); };
+  auto store = [&](hn::Vec<decltype(d)> v, float* p) { StorePartial(d, v, p, lanes); };
   auto m = hn::Set(d, -std::numeric_limits<float>::infinity());
   for (int64_t a = 0; a < axis; ++a) m = hn::Max(m, load(x + a * inner));
   auto sum = hn::Zero(d);
