@@ -3,12 +3,12 @@
 // vectors, leave a partial last one, or (V) take more than one chunk of four vectors; key counts around
 // the four-key groups of the scores.
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <cmath>
 #include <vector>
 
 #include "unit/backends/cpu/conv_test_util.h"
+#include "unit/backends/cpu/hwy_targets_util.h"
 
 #include "backends/cpu/vec_attention.h"
 
@@ -16,11 +16,7 @@ namespace ferry::backends::cpu::testing {
 namespace {
 
 TEST(VecAttention, ScoresAndWeightedSumMatchALoopOnEveryTarget) {
-  int targets = 0;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    ++targets;
-    SCOPED_TRACE(hwy::TargetName(target));
+  for_every_hwy_target([] {
     for (int64_t T : {1, 3, 4, 9})
       for (int64_t D : {1, 7, 16, 20, 64, 150}) {
         const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D);
@@ -42,9 +38,7 @@ TEST(VecAttention, ScoresAndWeightedSumMatchALoopOnEveryTarget) {
         EXPECT_EQ(scores[T], 42.f) << what;
         EXPECT_EQ(y[D], 42.f) << what;
       }
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(targets, 2);
+  });
 }
 
 }  // namespace

@@ -2,12 +2,12 @@
 // under every Highway target this CPU runs (AVX-512, AVX2, SSE4, ...), each forced in turn, at hidden
 // sizes that fill whole vectors and ones that leave a partial last vector.
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "unit/backends/cpu/conv_test_util.h"
+#include "unit/backends/cpu/hwy_targets_util.h"
 
 #include "backends/cpu/vec_rnn.h"
 
@@ -26,16 +26,10 @@ std::vector<float> values(int64_t n, uint32_t seed, float scale) {
 
 template <class Check>
 void on_every_target(Check check) {
-  int targets = 0;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    ++targets;
-    SCOPED_TRACE(hwy::TargetName(target));
+  for_every_hwy_target([&] {
     for (int64_t hidden : {5, 16, 37})
       for (float clip : {0.f, 1.5f}) check(hidden, clip);
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(targets, 2);
+  });
 }
 
 TEST(VecRnn, LstmCellMatchesTheFormulaOnEveryTarget) {
@@ -93,11 +87,7 @@ TEST(VecRnn, RnnCellMatchesTheFormulaOnEveryTarget) {
 // tile of one panel after the pairs), accumulation into C, and panels longer than the product's K
 // (the packed GEMM's K slices: each panel's first K rows are read).
 TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
-  int targets = 0;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    ++targets;
-    SCOPED_TRACE(hwy::TargetName(target));
+  for_every_hwy_target([] {
     for (int64_t rows : {1, 5, 8, 9, 13})
       for (int64_t K : {1, 6, 37})
         for (int64_t panels : {1, 2, 3})
@@ -122,9 +112,7 @@ TEST(VecRnn, StepGemmMatchesALoopOnEveryTarget) {
                     << "rows " << rows << " K " << K << " panels " << panels << " at " << r << "," << col;
               }
           }
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(targets, 2);
+  });
 }
 
 }  // namespace
